@@ -1,0 +1,154 @@
+"""Users, organizations, organization API keys and the single-use tokens of the auth flows."""
+
+import uuid
+
+from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from billing.plans import BILLING_INTERVALS, DEFAULT_PLAN, PLAN_NAMES
+
+
+class OrgScopedQuerySet(models.QuerySet):
+    def for_org(self, org: "Organization") -> "OrgScopedQuerySet":
+        """The only way org-owned rows are read: narrowed to one organization."""
+        return self.filter(org=org)
+
+
+class Organization(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    # The plan lives on the row every request already loads (rate limits and quotas read it).
+    plan = models.CharField(max_length=20, choices=[(p, p) for p in PLAN_NAMES], default=DEFAULT_PLAN)
+    billing_interval = models.CharField(
+        max_length=10, choices=[(i, i) for i in BILLING_INTERVALS], default="monthly"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.plan})"
+
+
+class Role(models.TextChoices):
+    OWNER = "owner"
+    ADMIN = "admin"
+    USER = "user"
+
+
+class UserManager(BaseUserManager):
+    def get_by_email(self, email: str) -> "User":
+        return self.select_related("org").get(email__iexact=email.strip())
+
+    def create_user(self, email: str, password: str | None = None, **fields) -> "User":
+        user = self.model(email=normalize_email(email), **fields)
+        user.set_password(password)
+        user.save()
+        return user
+
+    def create_superuser(self, email: str, password: str | None = None, **fields) -> "User":
+        """Staff accounts for the Django admin; they get an organization of their own."""
+        org = fields.pop("org", None) or Organization.objects.create(name="Staff")
+        fields.setdefault("role", Role.OWNER)
+        return self.create_user(email, password, org=org, is_staff=True, is_superuser=True,
+                                email_verified=True, **fields)
+
+
+def normalize_email(email: str) -> str:
+    """Emails are compared case-insensitively; they are stored lowercased and trimmed."""
+    return email.strip().lower()
+
+
+class User(AbstractBaseUser, PermissionsMixin):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.EmailField(max_length=254, unique=True)  # stored lowercased; see normalize_email
+    email_verified = models.BooleanField(default=False)
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="users")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.USER)
+    is_active = models.BooleanField(default=True)
+    is_staff = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Session JWTs issued before this instant are refused (set on password reset).
+    sessions_valid_after = models.DateTimeField(null=True, blank=True)
+    # Wrong OTPs in a row at verify-2fa; at 5 the account is locked out of 2FA for 15 minutes.
+    failed_otp_count = models.PositiveIntegerField(default=0)
+    otp_locked_until = models.DateTimeField(null=True, blank=True)
+
+    objects = UserManager()
+
+    USERNAME_FIELD = "email"
+    EMAIL_FIELD = "email"
+    REQUIRED_FIELDS: list[str] = []
+
+    class Meta:
+        constraints = [models.UniqueConstraint(Lower("email"), name="user_email_ci_unique")]
+
+    def __str__(self) -> str:
+        return self.email
+
+
+class ApiKey(models.Model):
+    """An organization API key (`svc_key_...`). Only a SHA-256 digest of the full key is stored."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    name = models.CharField(max_length=100, blank=True, default="")
+    lookup_id = models.CharField(max_length=16, unique=True)  # the first secret characters, indexed
+    digest = models.CharField(max_length=64)
+    preview = models.CharField(max_length=24)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = OrgScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.preview} ({self.org.name})"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+class EmailToken(models.Model):
+    """A single-use token mailed to a user: email verification or password reset. Stored as a digest."""
+
+    class Purpose(models.TextChoices):
+        VERIFY_EMAIL = "verify_email"
+        RESET_PASSWORD = "reset_password"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="email_tokens")
+    purpose = models.CharField(max_length=20, choices=Purpose.choices)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "purpose"])]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} token for {self.user_id}"
+
+
+class TwoFactorChallenge(models.Model):
+    """Issued by login when 2FA is on; burned by the first verify-2fa submission, right or wrong."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="two_factor_challenges")
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"2FA challenge for {self.user_id}"

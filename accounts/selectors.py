@@ -1,0 +1,62 @@
+"""Reads of the auth layer: credentials to principals."""
+
+import uuid
+from datetime import timedelta
+
+from django.utils import timezone
+
+from accounts import blocklist
+from accounts.credentials import api_key_lookup_id, digests_match
+from accounts.jwt_sessions import InvalidSessionToken, SessionClaims, session_token_decode
+from accounts.models import ApiKey, User
+
+# last_used_at is refreshed at most this often, so a busy key does not write on every request.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+def api_key_for_credential(raw: str) -> ApiKey | None:
+    """The active API key matching a presented `svc_key_` value, with its organization; else None."""
+    lookup_id = api_key_lookup_id(raw)
+    if lookup_id is None:
+        return None
+    api_key = (
+        ApiKey.objects.select_related("org").filter(lookup_id=lookup_id, revoked_at__isnull=True).first()
+    )
+    if api_key is None or not digests_match(api_key.digest, raw):
+        return None
+    _touch(api_key)
+    return api_key
+
+
+def _touch(api_key: ApiKey) -> None:
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+
+
+def user_for_session_token(raw: str) -> tuple[User, SessionClaims] | None:
+    """The active user a valid, unrevoked session JWT names, with its claims; else None."""
+    try:
+        claims = session_token_decode(raw)
+    except InvalidSessionToken:
+        return None
+    if blocklist.is_blocked(claims.jti):
+        return None
+    try:
+        user_id = uuid.UUID(claims.user_id)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    user = User.objects.select_related("org").filter(pk=user_id, is_active=True).first()
+    if user is None or str(user.org_id) != claims.org_id:
+        return None
+    if user.sessions_valid_after and claims.iat < int(user.sessions_valid_after.timestamp()):
+        return None
+    return user, claims
+
+
+def two_factor_enabled(user: User) -> bool:
+    """Whether the user has a confirmed TOTP device."""
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    return TOTPDevice.objects.filter(user=user, confirmed=True).exists()

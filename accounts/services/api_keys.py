@@ -1,0 +1,40 @@
+"""Organization API keys: created once with the value shown once, revoked at once."""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.credentials import new_api_key
+from accounts.models import ApiKey, Organization, User
+from config.errors import NotFound, ValidationFailed
+
+MAX_ACTIVE_KEYS_PER_ORG = 100
+
+
+@dataclass(frozen=True)
+class CreatedApiKey:
+    api_key: ApiKey
+    key: str  # the full value; never stored, never shown again
+
+
+def api_key_create(*, org: Organization, created_by: User | None, name: str = "") -> CreatedApiKey:
+    """A new organization key. Raises ValidationFailed past MAX_ACTIVE_KEYS_PER_ORG active keys."""
+    with transaction.atomic():
+        # Lock the organization row so two concurrent creates cannot both pass the cap.
+        Organization.objects.select_for_update().filter(pk=org.pk).first()
+        if ApiKey.objects.for_org(org).filter(revoked_at__isnull=True).count() >= MAX_ACTIVE_KEYS_PER_ORG:
+            raise ValidationFailed(f"An organization may have at most {MAX_ACTIVE_KEYS_PER_ORG} active keys.")
+        new = new_api_key()
+        api_key = ApiKey.objects.create(org=org, created_by=created_by, name=name, lookup_id=new.lookup_id,
+                                        digest=new.digest, preview=new.preview)
+    return CreatedApiKey(api_key=api_key, key=new.key)
+
+
+def api_key_revoke(*, org: Organization, key_id) -> ApiKey:
+    """Revoke one of the organization's keys; it stops working on the next request. Raises NotFound."""
+    api_key = ApiKey.objects.for_org(org).filter(pk=key_id, revoked_at__isnull=True).first()
+    if api_key is None:
+        raise NotFound()
+    ApiKey.objects.filter(pk=api_key.pk).update(revoked_at=timezone.now())
+    return api_key

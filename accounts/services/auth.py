@@ -1,0 +1,167 @@
+"""Registration, login, email verification, password reset and logout."""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth.hashers import make_password
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts import blocklist, emails
+from accounts.credentials import digest, new_url_token
+from accounts.jwt_sessions import session_token_issue
+from accounts.models import EmailToken, Organization, Role, TwoFactorChallenge, User, normalize_email
+from accounts.selectors import two_factor_enabled
+from config.errors import EmailTaken, InvalidCredentials, TokenInvalid
+
+VERIFY_EMAIL_LIFETIME = timedelta(days=7)
+RESET_PASSWORD_LIFETIME = timedelta(hours=1)  # spec, Limits
+CHALLENGE_LIFETIME = timedelta(minutes=5)
+# forgot-password and resend-verification take at least this long whether or not the account
+# exists, so response time does not reveal it.
+ENUMERATION_TIME_FLOOR = 0.3
+
+
+@dataclass(frozen=True)
+class LoginResult:
+    user: User
+    token: str | None = None
+    challenge_token: str | None = None
+
+    @property
+    def requires_2fa(self) -> bool:
+        return self.challenge_token is not None
+
+
+def session_token_for(user: User) -> str:
+    return session_token_issue(user_id=str(user.pk), email=user.email, org_id=str(user.org_id))
+
+
+def user_register(*, org_name: str, email: str, password: str) -> User:
+    """Create an organization on the free plan with this user as owner; mail a verification link.
+
+    Raises EmailTaken when the email (compared case-insensitively) is registered.
+    """
+    email = normalize_email(email)
+    if User.objects.filter(email__iexact=email).exists():
+        raise EmailTaken()
+    try:
+        with transaction.atomic():
+            org = Organization.objects.create(name=org_name.strip())
+            user = User.objects.create_user(email, password, org=org, role=Role.OWNER)
+            raw = _email_token_issue(user=user, purpose=EmailToken.Purpose.VERIFY_EMAIL,
+                                     lifetime=VERIFY_EMAIL_LIFETIME)
+    except IntegrityError:  # a concurrent registration of the same email won the unique index
+        raise EmailTaken() from None
+    emails.verification_email_send(user=user, token=raw)  # after commit: never mail a rolled-back account
+    return user
+
+
+def session_login(*, email: str, password: str) -> LoginResult:
+    """Check the password; return a session token, or a 2FA challenge when 2FA is on.
+
+    Raises InvalidCredentials, taking the same time for an unknown email as for a wrong password.
+    """
+    user = User.objects.select_related("org").filter(email__iexact=email.strip(), is_active=True).first()
+    if user is None:
+        make_password(password)  # the same hashing work as a real check, so timing tells nothing
+        raise InvalidCredentials()
+    if not user.check_password(password):
+        raise InvalidCredentials()
+    if two_factor_enabled(user):
+        raw = new_url_token()
+        TwoFactorChallenge.objects.create(user=user, digest=digest(raw),
+                                          expires_at=timezone.now() + CHALLENGE_LIFETIME)
+        return LoginResult(user=user, challenge_token=raw)
+    return LoginResult(user=user, token=session_token_for(user))
+
+
+def session_logout(*, jti: str, exp: int) -> None:
+    """Blocklist the current session JWT until it expires."""
+    blocklist.block(jti, exp)
+
+
+def email_verify(*, token: str) -> User:
+    """Mark the user's email verified. Raises TokenInvalid for an unknown, expired or used token."""
+    with transaction.atomic():
+        user = _email_token_consume(raw=token, purpose=EmailToken.Purpose.VERIFY_EMAIL)
+        User.objects.filter(pk=user.pk).update(email_verified=True)
+    user.email_verified = True
+    return user
+
+
+def verification_resend(*, email: str) -> None:
+    """Mail a fresh verification link to an unverified account; silent (and equally slow) otherwise."""
+
+    def work() -> None:
+        user = User.objects.filter(email__iexact=email.strip(), is_active=True, email_verified=False).first()
+        if user is None:
+            return
+        with transaction.atomic():
+            raw = _email_token_issue(user=user, purpose=EmailToken.Purpose.VERIFY_EMAIL,
+                                     lifetime=VERIFY_EMAIL_LIFETIME)
+        emails.verification_email_send(user=user, token=raw)
+
+    _with_time_floor(work)
+
+
+def password_forgot(*, email: str) -> None:
+    """Mail a one-hour, single-use reset link if the account exists; never tells whether it does."""
+
+    def work() -> None:
+        user = User.objects.filter(email__iexact=email.strip(), is_active=True).first()
+        if user is None:
+            return
+        with transaction.atomic():
+            raw = _email_token_issue(user=user, purpose=EmailToken.Purpose.RESET_PASSWORD,
+                                     lifetime=RESET_PASSWORD_LIFETIME)
+        emails.password_reset_email_send(user=user, token=raw)
+
+    _with_time_floor(work)
+
+
+def password_reset(*, token: str, password: str) -> User:
+    """Set a new password with a reset token; every older session JWT stops working.
+
+    Raises TokenInvalid for an unknown, expired or used token.
+    """
+    with transaction.atomic():
+        user = _email_token_consume(raw=token, purpose=EmailToken.Purpose.RESET_PASSWORD)
+        user.set_password(password)
+        user.sessions_valid_after = timezone.now()
+        user.save(update_fields=["password", "sessions_valid_after"])
+    return user
+
+
+def _with_time_floor(work: Callable[[], None]) -> None:
+    started = time.monotonic()
+    work()
+    remaining = ENUMERATION_TIME_FLOOR - (time.monotonic() - started)
+    if remaining > 0:
+        time.sleep(remaining)
+
+
+def _email_token_issue(*, user: User, purpose: str, lifetime: timedelta) -> str:
+    """A new emailed token for `purpose`; older unused ones of the same purpose stop working."""
+    now = timezone.now()
+    EmailToken.objects.filter(user=user, purpose=purpose, used_at__isnull=True).update(used_at=now)
+    raw = new_url_token()
+    EmailToken.objects.create(user=user, purpose=purpose, digest=digest(raw), expires_at=now + lifetime)
+    return raw
+
+
+def _email_token_consume(*, raw: str, purpose: str) -> User:
+    """Burn a token and return its user; the conditional UPDATE makes it single-use under concurrency."""
+    now = timezone.now()
+    token_digest = digest(raw)
+    burned = EmailToken.objects.filter(
+        digest=token_digest, purpose=purpose, used_at__isnull=True, expires_at__gt=now
+    ).update(used_at=now)
+    if burned != 1:
+        raise TokenInvalid()
+    token = EmailToken.objects.select_related("user__org").get(digest=token_digest)
+    # Any other outstanding token of the same purpose dies with this one.
+    EmailToken.objects.filter(user=token.user, purpose=purpose, used_at__isnull=True).update(used_at=now)
+    return token.user

@@ -1,0 +1,25 @@
+from dataclasses import asdict
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from billing.plans import PLANS, upgrade_url
+from billing.serializers import PlanListOutput
+from billing.throttles import VerifyIpThrottle
+
+
+class PlanCatalogueView(APIView):
+    """The public plan catalogue, from the one plan table."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes = [VerifyIpThrottle]
+
+    @extend_schema(responses={200: PlanListOutput}, tags=["billing"])
+    def get(self, request):
+        plans = [{**asdict(plan), "upgrade_url": upgrade_url(settings.PUBLIC_BASE_URL, plan.name)}
+                 for plan in PLANS.values()]
+        return Response(PlanListOutput({"plans": plans}).data)

@@ -1,0 +1,31 @@
+"""Plan gates and the email-verified gate, as DRF permission classes and a function for services."""
+
+from rest_framework.permissions import BasePermission
+
+from accounts.models import Organization, Role, User
+from billing.plans import GATED_FEATURES, plan_allows
+from config.errors import EmailNotVerified, PlanRequired
+
+
+def owner_email_verified(org: Organization) -> bool:
+    return User.objects.filter(org=org, role=Role.OWNER, email_verified=True).exists()
+
+
+def require_feature(org: Organization, feature: str) -> None:
+    """Raise PlanRequired when the org's plan lacks `feature`, EmailNotVerified when its owner is unverified."""
+    if not plan_allows(org.plan, feature):
+        raise PlanRequired(f"This needs the {GATED_FEATURES[feature].title()} plan or above.")
+    if not owner_email_verified(org):
+        raise EmailNotVerified()
+
+
+def RequiresFeature(feature: str) -> type[BasePermission]:
+    """Permission class: 402 plan_required / 403 email_not_verified for a gated feature."""
+
+    class _RequiresFeature(BasePermission):
+        def has_permission(self, request, view) -> bool:
+            require_feature(request.org, feature)
+            return True
+
+    _RequiresFeature.__name__ = f"RequiresFeature({feature})"
+    return _RequiresFeature

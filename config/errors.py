@@ -1,0 +1,210 @@
+"""The one error envelope: every error the API returns is `{"error", "message", "details"?}`.
+
+Services raise `ApiError` subclasses (one per code of addendum section 1); `api_exception_handler`
+translates those and DRF's/Django's own exceptions. Tests assert on `error`, never on `message`.
+"""
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    status_code = 400
+    code = "error"
+    message = "The request failed."
+
+    def __init__(self, message: str | None = None, *, details: Any = None, headers: dict | None = None):
+        super().__init__(message or self.message)
+        self.message = message or self.message
+        self.details = details
+        self.headers = headers or {}
+
+    def body(self) -> dict:
+        body: dict[str, Any] = {"error": self.code, "message": self.message}
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+class ValidationFailed(ApiError):
+    status_code, code, message = 400, "validation_error", "The request is invalid."
+
+
+class InvalidCredentials(ApiError):
+    status_code, code, message = 401, "invalid_credentials", "Email or password is incorrect."
+
+
+class AuthenticationRequired(ApiError):
+    status_code, code, message = 401, "authentication_required", "A valid credential is required."
+
+
+class Forbidden(ApiError):
+    status_code, code, message = 403, "forbidden", "You are not allowed to do this."
+
+
+class EmailNotVerified(ApiError):
+    status_code, code, message = 403, "email_not_verified", "The organization owner must verify their email."
+
+
+class NotFound(ApiError):
+    status_code, code, message = 404, "not_found", "Not found."
+
+
+class EmailTaken(ApiError):
+    status_code, code, message = 409, "email_taken", "An account with this email already exists."
+
+
+class AlreadyMember(ApiError):
+    status_code, code, message = 409, "already_member", "This email is already a member."
+
+
+class FormatNotSupported(ApiError):
+    status_code, code, message = 400, "format_not_supported", "This format is not supported here."
+
+
+class GeneratorClientManaged(ApiError):
+    status_code, code = 400, "generator_client_managed"
+    message = "This generator uses a client-managed keypair; submit records with POST /v1/records."
+
+
+class GeneratorServerManaged(ApiError):
+    status_code, code = 400, "generator_server_managed"
+    message = "This generator uses a server-managed keypair; sign content with POST /v1/sign."
+
+
+class SignatureInvalid(ApiError):
+    status_code, code, message = 400, "signature_invalid", "The ML-DSA signature does not verify."
+
+
+class SignatureLimitReached(ApiError):
+    status_code, code = 402, "signature_limit_reached"
+    message = "The monthly signature limit of your plan is reached."
+
+    def __init__(self, *, upgrade_url: str, limit: int, current: int, message: str | None = None):
+        super().__init__(message)
+        self.upgrade_url, self.limit, self.current = upgrade_url, limit, current
+
+    def body(self) -> dict:
+        return {**super().body(), "upgrade_url": self.upgrade_url, "limit": self.limit, "current": self.current}
+
+
+class PlanRequired(ApiError):
+    status_code, code, message = 402, "plan_required", "Your plan does not include this feature."
+
+
+class SeatLimitReached(ApiError):
+    status_code, code, message = 402, "seat_limit_reached", "Your plan has no free seat left."
+
+
+class PayloadTooLarge(ApiError):
+    status_code, code, message = 413, "payload_too_large", "The request body is too large."
+
+
+class OtpInvalid(ApiError):
+    status_code, code, message = 401, "otp_invalid", "The one-time code is not valid."
+
+
+class TooManyAttempts(ApiError):
+    status_code, code, message = 429, "too_many_attempts", "Too many failed attempts; try again later."
+
+
+class RateLimited(ApiError):
+    status_code, code, message = 429, "rate_limited", "Too many requests; slow down."
+
+
+class LastOwner(ApiError):
+    status_code, code, message = 400, "last_owner", "The organization must keep at least one owner."
+
+
+class CannotRemoveSelf(ApiError):
+    status_code, code, message = 400, "cannot_remove_self", "You cannot remove yourself."
+
+
+class InviteInvalid(ApiError):
+    status_code, code, message = 400, "invite_invalid", "This invite has expired or was already used."
+
+
+class TokenInvalid(ApiError):
+    """A single-use email token (verification, password reset) that is unknown, expired or used."""
+
+    status_code, code, message = 400, "validation_error", "The token is invalid, expired or already used."
+
+
+def _validation_details(detail: Any) -> Any:
+    """DRF's ErrorDetail tree as plain JSON: field -> list of messages."""
+    if isinstance(detail, dict):
+        return {key: _validation_details(value) for key, value in detail.items()}
+    if isinstance(detail, list):
+        return [_validation_details(item) for item in detail]
+    return str(detail)
+
+
+def _translate(exc: Exception) -> ApiError | None:
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, drf.ValidationError):
+        details = _validation_details(exc.detail)
+        if not isinstance(details, dict):
+            details = {"non_field_errors": details if isinstance(details, list) else [details]}
+        return ValidationFailed(details=details)
+    if isinstance(exc, drf.ParseError):
+        return ValidationFailed(f"Malformed request body: {exc.detail}")
+    if isinstance(exc, RequestDataTooBig):
+        return PayloadTooLarge()
+    if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
+        return AuthenticationRequired(str(exc.detail) if isinstance(exc, drf.AuthenticationFailed) else None)
+    if isinstance(exc, drf.Throttled):
+        wait = max(1, int(exc.wait or 1))
+        return RateLimited(headers={"Retry-After": str(wait)})
+    if isinstance(exc, Http404 | drf.NotFound):
+        return NotFound()
+    if isinstance(exc, PermissionDenied | drf.PermissionDenied):
+        return Forbidden()
+    if isinstance(exc, drf.APIException):
+        error = ApiError(str(exc.detail))
+        error.status_code, error.code = exc.status_code, exc.default_code
+        return error
+    return None
+
+
+def api_exception_handler(exc: Exception, context: dict) -> Response:
+    """DRF's EXCEPTION_HANDLER: every error becomes the envelope; unknown ones a logged 500."""
+    from rest_framework.views import set_rollback  # imported late: DRF's views import our parser
+
+    error = _translate(exc)
+    set_rollback()
+    if error is None:
+        view = context.get("view")
+        logger.exception("Unhandled error in %s", type(view).__name__ if view else "view", exc_info=exc)
+        return Response({"error": "internal_error", "message": "Internal server error."}, status=500)
+    headers = dict(error.headers)
+    if error.status_code == 401:
+        headers.setdefault("WWW-Authenticate", 'Bearer realm="api"')
+    return Response(error.body(), status=error.status_code, headers=headers)
+
+
+def json_error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": code, "message": message}, status=status)
+
+
+def handler404(request, exception=None) -> JsonResponse:
+    return json_error(404, "not_found", "Not found.")
+
+
+def handler500(request) -> JsonResponse:
+    return json_error(500, "internal_error", "Internal server error.")
+
+
+def handler400(request, exception=None) -> JsonResponse:
+    return json_error(400, "bad_request", "Bad request.")
+
+
+def handler403(request, exception=None) -> JsonResponse:
+    return json_error(403, "forbidden", "You are not allowed to do this.")

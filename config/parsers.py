@@ -1,0 +1,43 @@
+"""Request body parsing with a size limit enforced before the body is read.
+
+DRF's JSONParser reads the WSGI stream directly, bypassing Django's DATA_UPLOAD_MAX_MEMORY_SIZE,
+so the limit is checked here: a view may raise it with `max_body_bytes` (batches allow 10 MB).
+"""
+
+import json
+
+from django.conf import settings
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+from config.errors import PayloadTooLarge
+
+
+def body_limit_for(view) -> int:
+    return getattr(view, "max_body_bytes", None) or settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+class LimitedJSONParser(JSONParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        parser_context = parser_context or {}
+        limit = body_limit_for(parser_context.get("view"))
+        request = parser_context.get("request")
+        declared = _declared_length(request)
+        if declared is not None and declared > limit:
+            raise PayloadTooLarge()
+        raw = stream.read(limit + 1)
+        if len(raw) > limit:
+            raise PayloadTooLarge()
+        try:
+            return json.loads(raw.decode(parser_context.get("encoding") or "utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+
+
+def _declared_length(request) -> int | None:
+    if request is None:
+        return None
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0) or None
+    except ValueError:
+        return None

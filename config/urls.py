@@ -1,0 +1,21 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+api_v1 = [
+    path("", include("accounts.urls")),
+    path("", include("billing.urls")),
+    path("openapi.json", SpectacularAPIView.as_view(), name="openapi-schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
+]
+
+urlpatterns = [
+    path("v1/", include(api_v1)),
+    path("admin/", admin.site.urls),
+    path("", include("accounts.urls_pages")),
+]
+
+handler400 = "config.errors.handler400"
+handler403 = "config.errors.handler403"
+handler404 = "config.errors.handler404"
+handler500 = "config.errors.handler500"

@@ -1,0 +1,10 @@
+from rest_framework.exceptions import ValidationError
+
+
+def validated(serializer_class, request) -> dict:
+    """The request body checked by an input serializer; ValidationError (400) for any other shape."""
+    if not isinstance(request.data, dict):
+        raise ValidationError({"non_field_errors": ["Expected a JSON object."]})
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)

@@ -1,0 +1,89 @@
+"""Encryption at rest for generator private keys (ML-DSA seeds), and key derivation.
+
+Blob layout (version 1)::
+
+    blob = version (1 byte, 0x01) || nonce (12 random bytes) || AES-256-GCM ciphertext || tag (16 bytes)
+
+The GCM associated data is ``version || associated_data``: the version byte is
+authenticated, and callers pass something that identifies the owning row (e.g. the
+generator id and key id) so a blob copied into another row fails to decrypt.
+
+This module must not import Django.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+BLOB_VERSION_1 = 0x01
+KEK_BYTES = 32
+NONCE_BYTES = 12
+TAG_BYTES = 16
+DERIVED_KEY_BYTES = 32
+
+# A fixed, application-specific HKDF salt: the configured secrets are not uniformly
+# random strings, and the salt keeps our derivations apart from any other HKDF use.
+_HKDF_SALT = b"provenance-service/derive-key/v1"
+
+
+class KeyDecryptionError(Exception):
+    """The blob is malformed, of an unknown version, or does not authenticate under this KEK and AD."""
+
+
+def encrypt_private_key(seed: bytes, kek: bytes, *, associated_data: bytes) -> bytes:
+    """Encrypt ``seed`` under the 32-byte ``kek``, bound to ``associated_data``.
+
+    Raises ValueError for a KEK that is not 32 bytes or an empty seed.
+    """
+    _require_kek(kek)
+    if not seed:
+        raise ValueError("refusing to encrypt an empty private key")
+    # Random 96-bit nonces are safe here: a KEK encrypts at most a few thousand keys,
+    # far below the ~2**32 messages where nonce collisions become a concern.
+    nonce = os.urandom(NONCE_BYTES)
+    version = bytes([BLOB_VERSION_1])
+    ciphertext = AESGCM(kek).encrypt(nonce, bytes(seed), version + bytes(associated_data))
+    return version + nonce + ciphertext
+
+
+def decrypt_private_key(blob: bytes, kek: bytes, *, associated_data: bytes) -> bytes:
+    """Return the seed sealed in ``blob`` under ``kek`` and ``associated_data``.
+
+    Raises KeyDecryptionError if the blob is malformed, of unknown version or fails authentication,
+    and ValueError for a KEK that is not 32 bytes.
+    """
+    _require_kek(kek)
+    blob = bytes(blob)
+    if len(blob) <= 1 + NONCE_BYTES + TAG_BYTES:
+        raise KeyDecryptionError("encrypted key blob is too short")
+    if blob[0] != BLOB_VERSION_1:
+        raise KeyDecryptionError(f"unknown encrypted key blob version {blob[0]}")
+    version, nonce, ciphertext = blob[:1], blob[1 : 1 + NONCE_BYTES], blob[1 + NONCE_BYTES :]
+    try:
+        return AESGCM(kek).decrypt(nonce, ciphertext, version + bytes(associated_data))
+    except InvalidTag as exc:
+        # Deliberately vague: wrong KEK, wrong row and tampering look the same to an attacker.
+        raise KeyDecryptionError("encrypted key blob failed authentication") from exc
+
+
+def derive_key(secret: str, purpose: str) -> bytes:
+    """Derive an independent 32-byte key for ``purpose`` from a configured secret (HKDF-SHA256).
+
+    Raises ValueError if ``secret`` or ``purpose`` is empty.
+    """
+    if not secret:
+        raise ValueError("derive_key needs a non-empty secret")
+    if not purpose:
+        raise ValueError("derive_key needs a non-empty purpose")
+    hkdf = HKDF(algorithm=hashes.SHA256(), length=DERIVED_KEY_BYTES, salt=_HKDF_SALT, info=purpose.encode())
+    return hkdf.derive(secret.encode())
+
+
+def _require_kek(kek: bytes) -> None:
+    if not isinstance(kek, bytes) or len(kek) != KEK_BYTES:
+        raise ValueError(f"the key-encryption key must be {KEK_BYTES} bytes")
