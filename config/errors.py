@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -194,17 +195,35 @@ def json_error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": code, "message": message}, status=status)
 
 
-def handler404(request, exception=None) -> JsonResponse:
-    return json_error(404, "not_found", "Not found.")
+def _is_api(request) -> bool:
+    return request.path.startswith("/v1/")
 
 
-def handler500(request) -> JsonResponse:
-    return json_error(500, "internal_error", "Internal server error.")
+def handler404(request, exception=None):
+    """JSON under /v1, Django's page elsewhere (dashboard and admin)."""
+    if _is_api(request):
+        return json_error(404, "not_found", "Not found.")
+    return defaults.page_not_found(request, exception)
 
 
-def handler400(request, exception=None) -> JsonResponse:
-    return json_error(400, "bad_request", "Bad request.")
+def handler500(request):
+    if _is_api(request):
+        return json_error(500, "internal_error", "Internal server error.")
+    return defaults.server_error(request)
 
 
-def handler403(request, exception=None) -> JsonResponse:
-    return json_error(403, "forbidden", "You are not allowed to do this.")
+def handler400(request, exception=None):
+    if _is_api(request):
+        return json_error(400, "bad_request", "Bad request.")
+    return defaults.bad_request(request, exception)
+
+
+def handler403(request, exception=None):
+    if _is_api(request):
+        return json_error(403, "forbidden", "You are not allowed to do this.")
+    return defaults.permission_denied(request, exception)
+
+
+def api_not_found(request, *args, **kwargs) -> JsonResponse:
+    """Catch-all for unknown /v1 paths, so they are JSON even with DEBUG on."""
+    return handler404(request)

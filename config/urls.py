@@ -1,12 +1,15 @@
 from django.contrib import admin
-from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+
+from config.errors import api_not_found
 
 api_v1 = [
     path("", include("accounts.urls")),
     path("", include("billing.urls")),
-    path("openapi.json", SpectacularAPIView.as_view(), name="openapi-schema"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
+    re_path(r"^.*$", api_not_found),  # last: unknown /v1 paths answer in the error envelope
 ]
 
 urlpatterns = [

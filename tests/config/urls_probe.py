@@ -1,0 +1,43 @@
+"""A test-only route that any credential may call, to exercise the shared API machinery."""
+
+from django.urls import include, path
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from billing.throttles import VerifyIpThrottle
+
+
+class WhoAmIView(APIView):
+    def get(self, request):
+        return Response({"org_id": str(request.org.pk), "kind": request.auth.kind})
+
+
+class PublicProbeView(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+    throttle_classes = [VerifyIpThrottle]
+
+    def get(self, request):
+        return Response({"ok": True})
+
+    def post(self, request):
+        return Response({"received": request.data})
+
+
+class BrokenView(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    def get(self, request):
+        raise RuntimeError("secret internal detail")
+
+
+urlpatterns = [
+    path("v1/probe/whoami", WhoAmIView.as_view()),
+    path("v1/probe/public", PublicProbeView.as_view()),
+    path("v1/probe/broken", BrokenView.as_view()),
+    path("", include("config.urls")),
+]
+
+handler404 = "config.errors.handler404"
+handler500 = "config.errors.handler500"
