@@ -6,8 +6,8 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import selectors, services
 from accounts import serializers as s
+from accounts import services
 from accounts.models import ApiKey
 from accounts.scoping import HasRole, OrgScopedViewSet, SessionOnly
 from billing.throttles import AuthIpThrottle
@@ -88,12 +88,14 @@ class ResetPasswordView(PublicAuthView):
         return Response(SUCCESS)
 
 
-class MeView(SessionView):
+class MeView(APIView):
+    """The caller: the user and organization of a session; with an API key, the key and its organization."""
+
     @extend_schema(responses={200: s.MeOutput}, tags=["auth"])
     def get(self, request):
-        user = request.user
-        user.two_factor_enabled = selectors.two_factor_enabled(user)
-        return Response(s.MeOutput({"user": user, "org": user.org}).data)
+        if not request.auth.is_session:
+            return Response(s.MeOutput({"user": None, "org": request.org, "api_key": request.auth.api_key}).data)
+        return Response(s.MeOutput({"user": request.user, "org": request.org}).data)
 
 
 class LogoutView(SessionView):

@@ -74,6 +74,8 @@ class User(AbstractBaseUser, PermissionsMixin):
     # Session JWTs issued before this instant are refused (set on password reset).
     sessions_valid_after = models.DateTimeField(null=True, blank=True)
     # Wrong OTPs in a row at verify-2fa; at 5 the account is locked out of 2FA for 15 minutes.
+    # Mirrors "has a confirmed TOTP device" so login and /me need no extra query; kept by the 2FA services.
+    two_factor_enabled = models.BooleanField(default=False)
     failed_otp_count = models.PositiveIntegerField(default=0)
     otp_locked_until = models.DateTimeField(null=True, blank=True)
 

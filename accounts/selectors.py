@@ -54,9 +54,3 @@ def user_for_session_token(raw: str) -> tuple[User, SessionClaims] | None:
         return None
     return user, claims
 
-
-def two_factor_enabled(user: User) -> bool:
-    """Whether the user has a confirmed TOTP device."""
-    from django_otp.plugins.otp_totp.models import TOTPDevice
-
-    return TOTPDevice.objects.filter(user=user, confirmed=True).exists()

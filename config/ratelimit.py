@@ -8,7 +8,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.core.cache.backends.redis import RedisCache
 
 WINDOW_SECONDS = 60
@@ -55,5 +55,6 @@ def hit(subject: str, limit: int, window: int = WINDOW_SECONDS) -> WindowState:
     window_start = int(now // window) * window
     key = f"rl:{subject}:{window_start}"
     ttl = window + 5
-    count = _incr_redis(key, ttl) if isinstance(cache, RedisCache) else _incr_generic(key, ttl)
+    # `cache` is a proxy; the backend object behind it tells whether Redis can take the pipelined path.
+    count = _incr_redis(key, ttl) if isinstance(caches["default"], RedisCache) else _incr_generic(key, ttl)
     return WindowState(limit=limit, count=count, reset_in=max(1, math.ceil(window_start + window - now)))

@@ -13,7 +13,6 @@ from accounts import blocklist, emails
 from accounts.credentials import digest, new_url_token
 from accounts.jwt_sessions import session_token_issue
 from accounts.models import EmailToken, Organization, Role, TwoFactorChallenge, User, normalize_email
-from accounts.selectors import two_factor_enabled
 from config.errors import EmailTaken, InvalidCredentials, TokenInvalid
 
 VERIFY_EMAIL_LIFETIME = timedelta(days=7)
@@ -70,7 +69,7 @@ def session_login(*, email: str, password: str) -> LoginResult:
         raise InvalidCredentials()
     if not user.check_password(password):
         raise InvalidCredentials()
-    if two_factor_enabled(user):
+    if user.two_factor_enabled:
         raw = new_url_token()
         TwoFactorChallenge.objects.create(user=user, digest=digest(raw),
                                           expires_at=timezone.now() + CHALLENGE_LIFETIME)

@@ -43,7 +43,10 @@ def two_factor_enable(*, user: User, otp: str) -> None:
         raise ValidationFailed("Call /v1/auth/2fa/setup first.")
     if not device.verify_token(otp):
         raise OtpInvalid()
-    TOTPDevice.objects.filter(pk=device.pk).update(confirmed=True)
+    with transaction.atomic():
+        TOTPDevice.objects.filter(pk=device.pk).update(confirmed=True)
+        User.objects.filter(pk=user.pk).update(two_factor_enabled=True)
+    user.two_factor_enabled = True
 
 
 def two_factor_disable(*, user: User, otp: str) -> None:
@@ -52,7 +55,10 @@ def two_factor_disable(*, user: User, otp: str) -> None:
     if device is None:
         raise ValidationFailed("Two-factor authentication is not enabled.")
     _check_otp(user=user, device=device, otp=otp)
-    TOTPDevice.objects.filter(user=user).delete()
+    with transaction.atomic():
+        TOTPDevice.objects.filter(user=user).delete()
+        User.objects.filter(pk=user.pk).update(two_factor_enabled=False)
+    user.two_factor_enabled = False
 
 
 def two_factor_verify(*, challenge_token: str, otp: str) -> LoginResult:

@@ -138,7 +138,12 @@ def test_logout_needs_a_session(api_client, org):
     assert response.json()["error"] == "forbidden"
 
 
-def test_me_refuses_an_api_key(api_client, org):
-    key = factories.make_api_key(org=org)
+def test_me_with_an_api_key_names_the_key_and_its_organization(api_client, org):
+    key = factories.make_api_key(org=org, name="deploy")
     response = api_client.get(ME, HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert response.status_code == 403
+    assert response.status_code == 200
+    body = response.json()
+    assert body["user"] is None
+    assert body["org"] == {"org_id": str(org.pk), "name": org.name, "plan": "free"}
+    assert body["api_key"]["name"] == "deploy" and body["api_key"]["preview"] == key[:12] + "..."
+    assert key not in response.content.decode()

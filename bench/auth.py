@@ -1,0 +1,75 @@
+"""Authenticated GET /v1/auth/me a second, with an API key and with a session JWT.
+
+Production shape: gunicorn with 2 workers, PostgreSQL, Redis (rate limits and the JWT blocklist),
+DEBUG off. Credentials rotate over organizations on the Scale plan so the per-plan rate limiter
+runs on every request without ever answering 429.
+
+    .venv/bin/python bench/auth.py [--duration 10] [--connections 8] [--worker-class sync]
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import serve
+
+ORGS = 20
+
+
+def create_credentials(env: dict[str, str]) -> tuple[list[str], list[str]]:
+    """One Scale-plan organization per credential pair: (API keys, session JWTs)."""
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from accounts.models import Organization
+    from accounts.services import api_key_create
+    from accounts.services.auth import session_token_for
+    from tests.factories import make_user
+
+    Organization.objects.filter(name__startswith="bench-auth-").delete()
+    keys, tokens = [], []
+    for index in range(ORGS):
+        org = Organization.objects.create(name=f"bench-auth-{index}", plan="scale")
+        user = make_user(org=org, email=f"bench-auth-{index}@example.com")
+        keys.append(api_key_create(org=org, created_by=user, name="bench").key)
+        tokens.append(session_token_for(user))
+    return keys, tokens
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--worker-class", default="sync", choices=["sync", "gthread"])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
+    parser.add_argument("--redis-url", default=serve.DEFAULT_REDIS_URL)
+    args = parser.parse_args()
+
+    redis_url = args.redis_url if serve.redis_reachable(args.redis_url) else None
+    env = serve.server_env(args.database_url, redis_url)
+    serve.ensure_database(args.database_url)
+    serve.manage(env, "migrate", "--noinput")
+    serve.manage(env, "createcachetable")
+    keys, tokens = create_credentials(env)
+
+    print(f"gunicorn {args.workers} x {args.worker_class} workers, PostgreSQL, "
+          f"{'Redis' if redis_url else 'database cache (Redis unreachable)'}; wrk {args.connections} connections, "
+          f"{args.duration} s; {ORGS} Scale-plan organizations\n")
+    print("| credential | requests/s | p50 ms | p99 ms | non-2xx |")
+    print("|---|---|---|---|---|")
+    with serve.gunicorn(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads) as url:
+        for label, values in (("API key", keys), ("session JWT", tokens)):
+            lua = serve.rotating_header_lua("GET", "/v1/auth/me", "Authorization", [f"Bearer {v}" for v in values])
+            serve.wrk(url, lua=lua, duration=2, connections=args.connections)  # warm-up
+            stats = serve.wrk(url, lua=lua, duration=args.duration, connections=args.connections)
+            print(f"| {label} | {stats['requests_per_second']:.0f} | {stats['p50_ms']:.2f} | {stats['p99_ms']:.2f} "
+                  f"| {stats['non_2xx']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Shared benchmark plumbing: a production-like server (gunicorn, PostgreSQL, Redis) and wrk against it.
+
+Nothing here runs in the test suite. The server runs with DEBUG off, real secrets and the
+benchmark's own PostgreSQL database (created if missing), so it never touches development data.
+"""
+
+import contextlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/bench"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
+
+
+def server_env(database_url: str, redis_url: str | None) -> dict[str, str]:
+    env = {**os.environ, "DATABASE_URL": database_url, "DEBUG": "false",
+           "SECRET_KEY": "bench-secret-key-not-for-production-0123456789abcdef",
+           "KEY_ENCRYPTION_KEY": "bench-key-encryption-key-0123456789abcdef",
+           "TOKEN_SIGNING_KEY": "bench-token-signing-key-0123456789abcdef",
+           "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "WARNING"}
+    env.pop("REDIS_URL", None)
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    return env
+
+
+def ensure_database(database_url: str) -> None:
+    """Create the benchmark database if it does not exist (connecting to the server's `postgres` db)."""
+    admin_url = database_url.rsplit("/", 1)[0] + "/postgres"
+    name = database_url.rsplit("/", 1)[1]
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def redis_reachable(url: str) -> bool:
+    try:
+        import redis
+
+        redis.Redis.from_url(url, socket_connect_timeout=0.5).ping()
+        return True
+    except Exception:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def gunicorn(env: dict[str, str], *, workers: int = 2, worker_class: str = "sync", threads: int = 1):
+    """Serve config.wsgi on a free loopback port; yields the base URL; stops the server afterwards."""
+    port = free_port()
+    command = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+               "--workers", str(workers), "--worker-class", worker_class, "--threads", str(threads),
+               "--log-level", "warning", "--keep-alive", "5"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env)
+    try:
+        _wait_for_port(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def _wait_for_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"gunicorn did not start on port {port}")
+
+
+def wrk(url: str, *, lua: str, duration: int, connections: int, threads: int = 1) -> dict:
+    """Run wrk with a Lua request script; returns requests/s, latency percentiles and error counts."""
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk")
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(lua)
+    try:
+        result = subprocess.run(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{duration}s",
+                                 "--latency", "-s", script.name, url], capture_output=True, text=True, check=True)
+    finally:
+        os.unlink(script.name)
+    return parse_wrk(result.stdout)
+
+
+def _latency_ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def parse_wrk(output: str) -> dict:
+    stats = {"requests_per_second": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
+             "non_2xx": 0, "socket_errors": 0}
+    for label in ("50", "99"):
+        match = re.search(rf"^\s+{label}%\s+(\S+)", output, re.MULTILINE)
+        stats[f"p{label}_ms"] = _latency_ms(match.group(1)) if match else None
+    if match := re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output):
+        stats["non_2xx"] = int(match.group(1))
+    if match := re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output):
+        stats["socket_errors"] = sum(int(n) for n in match.groups())
+    stats["requests"] = int(re.search(r"(\d+) requests in", output).group(1))
+    return stats
+
+
+def rotating_header_lua(method: str, path: str, header: str, values: list[str], body: str | None = None) -> str:
+    """A wrk script sending `method path` with `header` cycling through `values` (one org each)."""
+    quoted = ", ".join(f'"{v}"' for v in values)
+    body_line = f"wrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n" if body else ""
+    return f"""{body_line}local values = {{{quoted}}}
+local counter = 0
+request = function()
+  counter = counter + 1
+  wrk.headers["{header}"] = values[(counter % #values) + 1]
+  return wrk.format("{method}", "{path}")
+end
+"""
