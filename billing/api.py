@@ -7,7 +7,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.plans import PLANS, upgrade_url
-from billing.serializers import PlanListOutput
+from billing.selectors import usage_for_org
+from billing.serializers import PlanListOutput, UsageOutput
 from billing.throttles import VerifyIpThrottle
 
 
@@ -23,3 +24,11 @@ class PlanCatalogueView(APIView):
         plans = [{**asdict(plan), "upgrade_url": upgrade_url(settings.PUBLIC_BASE_URL, plan.name)}
                  for plan in PLANS.values()]
         return Response(PlanListOutput({"plans": plans}).data)
+
+
+class UsageView(APIView):
+    """The caller's organization's signatures this calendar month (UTC)."""
+
+    @extend_schema(responses={200: UsageOutput}, tags=["billing"])
+    def get(self, request):
+        return Response(UsageOutput(usage_for_org(request.org)).data)

@@ -15,3 +15,14 @@ class PlanOutput(serializers.Serializer):
 
 class PlanListOutput(serializers.Serializer):
     plans = PlanOutput(many=True)
+
+
+class UsageOutput(serializers.Serializer):
+    plan = serializers.CharField()
+    billing_interval = serializers.CharField()
+    signatures_used = serializers.IntegerField()
+    signatures_included = serializers.IntegerField(allow_null=True)
+    overage_rate = serializers.FloatField()
+    overage_count = serializers.IntegerField()
+    period_start = serializers.DateTimeField()
+    period_end = serializers.DateTimeField()

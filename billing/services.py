@@ -1,9 +1,25 @@
-"""State changes of billing: plan changes (usage counting arrives with the signing core)."""
+"""State changes of billing: plan changes and counting signatures against the plan's allowance."""
 
-from django.db import transaction
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
 
 from accounts.models import Organization
-from billing.plans import BILLING_INTERVALS, PLANS
+from billing.models import UsageCounter
+from billing.periods import period_start
+from billing.plans import BILLING_INTERVALS, PLANS, get_plan, upgrade_url
+from config.errors import SignatureLimitReached
+from webhooks.events import event_emit
+
+QUOTA_WARNING_FRACTION = 0.8  # spec: quota.warning when usage crosses 80% of the plan limit
+
+
+@dataclass(frozen=True)
+class UsageAfter:
+    used_before: int
+    used_after: int
 
 
 def plan_change(*, org: Organization, plan: str, billing_interval: str | None = None) -> Organization:
@@ -20,3 +36,60 @@ def plan_change(*, org: Organization, plan: str, billing_interval: str | None = 
     for name, value in fields.items():
         setattr(org, name, value)
     return org
+
+
+def usage_consume(*, org: Organization, count: int) -> UsageAfter:
+    """Count `count` signatures for this month; call inside the transaction that stores them.
+
+    One conditional UPDATE both checks the free plan's allowance and counts, so concurrent signers
+    can never pass the limit together. Call it last in the transaction: the counter row stays locked
+    only until the commit. Raises SignatureLimitReached (nothing counted) when a blocking plan's
+    allowance would be exceeded. Emits quota.warning / quota.limit when this call crosses 80% / 100%.
+    """
+    plan = get_plan(org.plan)
+    period = period_start(timezone.now())
+    cap = plan.included_signatures if plan.blocks_at_limit else None
+    used_after = _increment(org, period, count, cap)
+    if used_after is None:
+        _ensure_counter(org, period)
+        used_after = _increment(org, period, count, cap)
+    if used_after is None:
+        current = UsageCounter.objects.get(org=org, period_start=period).signatures_used
+        raise SignatureLimitReached(upgrade_url=upgrade_url(settings.PUBLIC_BASE_URL, "starter"),
+                                    limit=plan.included_signatures, current=current)
+    usage = UsageAfter(used_before=used_after - count, used_after=used_after)
+    _emit_quota_crossings(org, plan.included_signatures, usage)
+    return usage
+
+
+def _increment(org: Organization, period, count: int, cap: int | None) -> int | None:
+    """UPDATE ... RETURNING on the counter row; None when no row matched (absent, or the cap is hit)."""
+    table = UsageCounter._meta.db_table
+    org_value = UsageCounter._meta.get_field("org").get_db_prep_value(org.pk, connection)
+    sql = f"UPDATE {table} SET signatures_used = signatures_used + %s WHERE org_id = %s AND period_start = %s"  # noqa: S608
+    params: list = [count, org_value, period]
+    if cap is not None:
+        sql += " AND signatures_used + %s <= %s"
+        params += [count, cap]
+    with connection.cursor() as cursor:
+        cursor.execute(sql + " RETURNING signatures_used", params)
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _ensure_counter(org: Organization, period) -> None:
+    UsageCounter.objects.bulk_create([UsageCounter(org=org, period_start=period)], ignore_conflicts=True)
+
+
+def _emit_quota_crossings(org: Organization, included: int | None, usage: UsageAfter) -> None:
+    if not included:
+        return
+    warning_at = included * QUOTA_WARNING_FRACTION
+    if usage.used_before < warning_at <= usage.used_after:
+        event_emit(org=org, kind="quota.warning", data=_quota_data(org, included, usage))
+    if usage.used_before < included <= usage.used_after:
+        event_emit(org=org, kind="quota.limit", data=_quota_data(org, included, usage))
+
+
+def _quota_data(org: Organization, included: int, usage: UsageAfter) -> dict:
+    return {"plan": org.plan, "signatures_used": usage.used_after, "signatures_included": included}

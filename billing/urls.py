@@ -4,4 +4,5 @@ from billing import api
 
 urlpatterns = [
     path("billing/plans", api.PlanCatalogueView.as_view()),
+    path("billing/usage", api.UsageView.as_view()),
 ]

@@ -1,14 +1,15 @@
-"""Request body parsing with a size limit enforced before the body is read.
+"""JSON request bodies with a per-route size limit, enforced before and while the body is read.
 
-DRF's JSONParser reads the WSGI stream directly, bypassing Django's DATA_UPLOAD_MAX_MEMORY_SIZE,
-so the limit is checked here: a view may raise it with `max_body_bytes` (batches allow 10 MB).
+Not a JSONParser subclass on purpose: DRF hands JSONParser subclasses `request.body`, which Django caps
+at one global DATA_UPLOAD_MAX_MEMORY_SIZE. Reading the stream ourselves lets a view raise the limit with
+`max_body_bytes` (batches allow 10 MB) while every other route stays at 1 MB.
 """
 
 import json
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import BaseParser
 
 from config.errors import PayloadTooLarge
 
@@ -17,7 +18,9 @@ def body_limit_for(view) -> int:
     return getattr(view, "max_body_bytes", None) or settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-class LimitedJSONParser(JSONParser):
+class LimitedJSONParser(BaseParser):
+    media_type = "application/json"
+
     def parse(self, stream, media_type=None, parser_context=None):
         parser_context = parser_context or {}
         limit = body_limit_for(parser_context.get("view"))

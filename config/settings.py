@@ -82,7 +82,10 @@ PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/"
 
 # Separate secrets per purpose; each defaults to one derived from SECRET_KEY in development.
 KEY_ENCRYPTION_KEY = env_str("KEY_ENCRYPTION_KEY", "")
-TOKEN_SIGNING_KEY = env_str("TOKEN_SIGNING_KEY", "")
+TOKEN_SIGNING_KEY = env_str("TOKEN_SIGNING_KEY", "")  # comma-separated: the first mints, all verify
+if not DEBUG and not (KEY_ENCRYPTION_KEY and TOKEN_SIGNING_KEY):
+    # Both outlive SECRET_KEY rotations (sealed private keys, issued tokens): production sets them.
+    raise ImproperlyConfigured("KEY_ENCRYPTION_KEY and TOKEN_SIGNING_KEY must be set when DEBUG is off")
 
 VERIFY_RATE_PER_MINUTE = env_int("VERIFY_RATE_PER_MINUTE", 300)
 AUTH_RATE_PER_MINUTE = env_int("AUTH_RATE_PER_MINUTE", 60)
@@ -102,6 +105,10 @@ INSTALLED_APPS = [
     "django_otp.plugins.otp_totp",
     "accounts",
     "billing",
+    "generators",
+    "provenance",
+    "audit",
+    "webhooks",
 ]
 
 MIDDLEWARE = [

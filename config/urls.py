@@ -7,6 +7,9 @@ from config.errors import api_not_found
 api_v1 = [
     path("", include("accounts.urls")),
     path("", include("billing.urls")),
+    path("", include("generators.urls")),
+    path("", include("provenance.urls")),
+    path("", include("audit.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
     re_path(r"^.*$", api_not_found),  # last: unknown /v1 paths answer in the error envelope

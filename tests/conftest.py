@@ -76,3 +76,20 @@ def key_client():
 @pytest.fixture
 def owner_client(owner, session_client):
     return session_client(owner)
+
+
+@pytest.fixture
+def emitted(monkeypatch):
+    """Every webhook event emitted during the test, as (org_id, kind, data) tuples."""
+    calls: list[tuple] = []
+    from webhooks import events
+
+    original = events.event_emit
+
+    def spy(*, org, kind, data):
+        original(org=org, kind=kind, data=data)
+        calls.append((org.pk, kind, data))
+
+    for module in ("billing.services", "generators.services", "provenance.services"):
+        monkeypatch.setattr(f"{module}.event_emit", spy)
+    return calls

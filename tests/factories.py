@@ -26,3 +26,53 @@ def make_api_key(*, org: Organization, name: str = "test") -> str:
 
 def session_token(user: User) -> str:
     return session_token_issue(user_id=str(user.pk), email=user.email, org_id=str(user.org_id))
+
+
+# --- generators and records -------------------------------------------------------------------------
+
+def make_generator(*, org: Organization, name: str = "gen", formats: list[str] | None = None):
+    """A server-managed generator with a real, sealed ML-DSA-65 keypair."""
+    from generators.services import generator_register
+
+    return generator_register(org=org, name=name, public_key=None, supported_formats=formats)
+
+
+def make_client_generator(*, org: Organization, name: str = "client-gen"):
+    """A client-managed generator; returns (generator, seed) so tests can sign as the client would."""
+    from generators.services import PublicKeyInput, generator_register
+    from provenance import crypto
+
+    seed, public = crypto.generate_keypair()
+    generator = generator_register(org=org, name=name, supported_formats=None,
+                                   public_key=PublicKeyInput(kid=crypto.key_id(public), algorithm="ml-dsa-65",
+                                                             key=public))
+    return generator, seed
+
+
+def record_body(*, generator, seed: bytes, content: bytes = b"content", model: str = "model-x",
+                watermark_id: str = "wm-1", phash: str | None = None) -> dict:
+    """A POST /v1/records body signed with `seed` exactly as a client-managed caller would."""
+    import base64
+
+    from provenance import crypto
+    from provenance.hashing import content_hash_of
+    from provenance.payload import signed_payload_bytes
+
+    payload = {"content_hash": content_hash_of(content), "generator_id": str(generator.pk), "model": model,
+               "watermark_id": watermark_id}
+    signature = crypto.sign(seed, signed_payload_bytes(**payload))
+    body = {**payload, "signature": base64.b64encode(signature).decode(), "signed_payload": payload}
+    if phash is not None:
+        body["phash"] = phash
+    return body
+
+
+def set_usage(org: Organization, used: int) -> None:
+    """Put this month's signature count of `org` at `used`."""
+    from django.utils import timezone
+
+    from billing.models import UsageCounter
+    from billing.periods import period_start
+
+    UsageCounter.objects.update_or_create(org=org, period_start=period_start(timezone.now()),
+                                          defaults={"signatures_used": used})

@@ -1,0 +1,19 @@
+from django.db import models
+
+from accounts.models import Organization, OrgScopedQuerySet
+
+
+class UsageCounter(models.Model):
+    """Signatures an organization made in one calendar month (UTC): one row, updated atomically."""
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="usage_counters")
+    period_start = models.DateField()
+    signatures_used = models.PositiveIntegerField(default=0)
+
+    objects = OrgScopedQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "period_start"], name="usage_one_row_per_period")]
+
+    def __str__(self) -> str:
+        return f"{self.org_id} {self.period_start:%Y-%m}: {self.signatures_used}"

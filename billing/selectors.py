@@ -1,0 +1,36 @@
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.utils import timezone
+
+from accounts.models import Organization
+from billing.models import UsageCounter
+from billing.periods import period_bounds, period_start
+from billing.plans import get_plan
+
+
+@dataclass(frozen=True)
+class Usage:
+    plan: str
+    billing_interval: str
+    signatures_used: int
+    signatures_included: int | None
+    overage_rate: Decimal
+    overage_count: int
+    period_start: datetime
+    period_end: datetime
+
+
+def usage_for_org(org: Organization) -> Usage:
+    """The organization's usage in the current calendar month (UTC)."""
+    now = timezone.now()
+    plan = get_plan(org.plan)
+    used = (UsageCounter.objects.for_org(org).filter(period_start=period_start(now))
+            .values_list("signatures_used", flat=True).first()) or 0
+    included = plan.included_signatures
+    overage = max(0, used - included) if included is not None and not plan.blocks_at_limit else 0
+    start, end = period_bounds(now)
+    return Usage(plan=plan.name, billing_interval=org.billing_interval, signatures_used=used,
+                 signatures_included=included, overage_rate=plan.overage_rate, overage_count=overage,
+                 period_start=start, period_end=end)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GeneratorsConfig(AppConfig):
+    name = "generators"
+    verbose_name = "Generators"

@@ -1,0 +1,37 @@
+"""Reads of generators, including the one lookup that crosses organizations."""
+
+import uuid
+
+from accounts.models import Organization
+from config.errors import Forbidden, NotFound
+from generators.models import Generator, GeneratorKey
+
+
+def generator_for_signing(*, org: Organization, generator_id: str | uuid.UUID) -> GeneratorKey:
+    """The current key of a generator the caller may sign with, its generator loaded.
+
+    The only cross-organization read: the spec wants 403 (not 404) for another organization's
+    generator named in a request body. Raises NotFound (unknown or revoked) and Forbidden, in the
+    spec's order: unknown 404, another organization's 403, revoked 404.
+    """
+    try:
+        generator_uuid = uuid.UUID(str(generator_id))
+    except ValueError:
+        raise NotFound("Generator not found.") from None
+    key = (GeneratorKey.objects.select_related("generator")
+           .filter(generator_id=generator_uuid, retired_at__isnull=True).first())
+    if key is None:
+        raise NotFound("Generator not found.")
+    if key.generator.org_id != org.pk:
+        raise Forbidden("This generator belongs to another organization.")
+    if key.generator.is_revoked:
+        raise NotFound("This generator is revoked.")
+    return key
+
+
+def public_key_lookup(*, generator_id: uuid.UUID) -> Generator:
+    """Public: a generator with every key it ever used (for offline verification). Raises NotFound."""
+    generator = Generator.objects.prefetch_related("keys").filter(pk=generator_id).first()
+    if generator is None:
+        raise NotFound("Generator not found.")
+    return generator

@@ -1,0 +1,124 @@
+"""Registering, revoking and rotating generators: one transaction each, audited, announced."""
+
+import base64
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Organization
+from audit.services import audit_write
+from config.errors import NotFound, ValidationFailed
+from config.keyring import key_encryption_key
+from generators.keys import decrypt_private_key, encrypt_private_key
+from generators.models import FORMATS, Generator, GeneratorKey
+from provenance import crypto
+from webhooks.events import event_emit
+
+
+@dataclass(frozen=True)
+class PublicKeyInput:
+    kid: str
+    algorithm: str
+    key: bytes  # raw 1952-byte ML-DSA-65 public key
+
+
+def generator_register(*, org: Organization, name: str, public_key: PublicKeyInput | None,
+                       supported_formats: list[str] | None = None) -> Generator:
+    """A new generator: client-managed with `public_key`, else server-managed with a fresh keypair.
+
+    Writes audit `key_created`. Raises ValidationFailed for a bad key or format list.
+    """
+    formats = _valid_formats(supported_formats)
+    mode = Generator.Mode.CLIENT if public_key else Generator.Mode.SERVER
+    with transaction.atomic():
+        generator = Generator.objects.create(org=org, name=name, mode=mode, supported_formats=formats)
+        key = _add_key(generator, public_key)
+        audit_write(org=org, type="key_created",
+                    metadata={"generator_id": str(generator.pk), "kid": key.kid, "name": name, "mode": mode})
+    return generator
+
+
+def generator_revoke(*, generator: Generator) -> Generator:
+    """Revoke for good: every signature of the generator stops verifying. Idempotent.
+
+    Writes audit `key_revoked` and emits `generator.revoked` the first time only.
+    """
+    with transaction.atomic():
+        revoked = Generator.objects.filter(pk=generator.pk, status=Generator.Status.ACTIVE).update(
+            status=Generator.Status.REVOKED, revoked_at=timezone.now())
+        if revoked:
+            audit_write(org=generator.org, type="key_revoked", metadata={"generator_id": str(generator.pk)})
+            event_emit(org=generator.org, kind="generator.revoked", data={"generator_id": str(generator.pk)})
+    generator.refresh_from_db()
+    return generator
+
+
+def generator_rotate_key(*, generator: Generator, public_key: PublicKeyInput | None) -> GeneratorKey:
+    """Retire the current key and make a new one current (addendum section 3).
+
+    Server-managed generators get a fresh keypair (`public_key` must be None); client-managed ones
+    must supply the new public key. Old keys stay listed so old records keep verifying. Writes audit
+    `key_created`, emits `generator.key_rotated`. Raises NotFound (revoked), ValidationFailed.
+    """
+    if generator.is_server_managed and public_key is not None:
+        raise ValidationFailed("A server-managed generator's keys are made by the service; send no public_key.")
+    if not generator.is_server_managed and public_key is None:
+        raise ValidationFailed(details={"public_key": ["A client-managed generator needs the new public key."]})
+    with transaction.atomic():
+        locked = Generator.objects.select_for_update().get(pk=generator.pk)
+        if locked.is_revoked:
+            raise NotFound("This generator is revoked.")
+        old = GeneratorKey.objects.filter(generator=locked, retired_at__isnull=True).first()
+        if public_key and GeneratorKey.objects.filter(generator=locked, kid=public_key.kid).exists():
+            raise ValidationFailed(details={"public_key": [f"kid {public_key.kid!r} was already used."]})
+        GeneratorKey.objects.filter(pk=old.pk).update(retired_at=timezone.now())
+        key = _add_key(locked, public_key)
+        data = {"generator_id": str(locked.pk), "kid": key.kid, "previous_kid": old.kid}
+        audit_write(org=locked.org, type="key_created", metadata=data)
+        event_emit(org=locked.org, kind="generator.key_rotated", data=data)
+    return key
+
+
+def generator_signing_seed(key: GeneratorKey) -> bytes:
+    """The decrypted ML-DSA seed of a server-managed generator's key (never stored or logged)."""
+    return decrypt_private_key(bytes(key.encrypted_private_key), key_encryption_key(),
+                               associated_data=_sealing_context(key.generator_id, key.kid))
+
+
+def decode_public_key(*, kid: str | None, algorithm: str, key_b64: str) -> PublicKeyInput:
+    """Validate a client-supplied public key (addendum 3: ml-dsa-65, base64 of exactly 1952 bytes)."""
+    if algorithm != crypto.ALGORITHM:
+        raise ValidationFailed(details={"algorithm": [f"Only {crypto.ALGORITHM} is supported."]})
+    try:
+        raw = base64.b64decode(key_b64, validate=True)
+    except (ValueError, TypeError):
+        raise ValidationFailed(details={"key": ["Not valid base64."]}) from None
+    if not crypto.is_valid_public_key(raw):
+        raise ValidationFailed(details={"key": [f"An ml-dsa-65 public key is {crypto.PUBLIC_KEY_BYTES} bytes."]})
+    return PublicKeyInput(kid=kid or crypto.key_id(raw), algorithm=algorithm, key=raw)
+
+
+def _add_key(generator: Generator, public_key: PublicKeyInput | None) -> GeneratorKey:
+    if public_key is not None:
+        return GeneratorKey.objects.create(generator=generator, kid=public_key.kid, public_key=public_key.key)
+    seed, raw_public = crypto.generate_keypair()
+    kid = crypto.key_id(raw_public)
+    sealed = encrypt_private_key(seed, key_encryption_key(), associated_data=_sealing_context(generator.pk, kid))
+    return GeneratorKey.objects.create(generator=generator, kid=kid, public_key=raw_public,
+                                       encrypted_private_key=sealed)
+
+
+def _sealing_context(generator_id: uuid.UUID, kid: str) -> bytes:
+    # Binds a sealed seed to its row: a blob copied to another generator or kid will not decrypt.
+    return f"generator-key:{generator_id}:{kid}".encode()
+
+
+def _valid_formats(formats: list[str] | None) -> list[str]:
+    if formats is None:
+        return list(FORMATS)
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown or not formats:
+        raise ValidationFailed(details={"supported_formats": [f"Choose from {', '.join(FORMATS)}."]})
+    return [f for f in FORMATS if f in formats]

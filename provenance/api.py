@@ -1,0 +1,67 @@
+"""/v1/records: submit client-signed records (one or a batch), fetch and export them publicly."""
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from billing.throttles import VerifyIpThrottle
+from config.validation import validated
+from provenance import selectors, services
+from provenance import serializers as s
+from provenance.c2pa_json import c2pa_manifest
+
+BATCH_BODY_LIMIT = 10 * 1024 * 1024  # spec: batch record request body 10 MB
+
+
+def _submission(item: dict) -> services.Submission:
+    return services.Submission(**item)
+
+
+def _created(record) -> dict:
+    return {"pk": record.pk, "token": selectors.record_token(record.pk)}
+
+
+class RecordCreateView(APIView):
+    @extend_schema(request=s.RecordCreateInput, responses={201: s.RecordCreatedOutput}, tags=["records"])
+    def post(self, request):
+        data = validated(s.RecordCreateInput, request)
+        record = services.record_submit(org=request.org, submission=_submission(data))
+        return Response(s.RecordCreatedOutput(_created(record)).data, status=status.HTTP_201_CREATED)
+
+
+class RecordBatchView(APIView):
+    max_body_bytes = BATCH_BODY_LIMIT
+
+    @extend_schema(request=s.RecordBatchInput, responses={207: s.RecordBatchOutput}, tags=["records"])
+    def post(self, request):
+        data = validated(s.RecordBatchInput, request)
+        records = services.record_submit_batch(org=request.org,
+                                               submissions=[_submission(item) for item in data["records"]])
+        body = s.RecordBatchOutput({"results": [_created(r) for r in records]}).data
+        return Response(body, status=status.HTTP_207_MULTI_STATUS)
+
+
+class RecordDetailView(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes = [VerifyIpThrottle]
+
+    @extend_schema(responses={200: s.RecordOutput}, tags=["records"])
+    def get(self, request, record_id):
+        return Response(s.RecordOutput(selectors.public_record_get(record_id=record_id)).data)
+
+
+class RecordC2paView(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes = [VerifyIpThrottle]
+
+    @extend_schema(responses={200: dict}, tags=["records"])
+    def get(self, request, record_id):
+        record = selectors.public_record_get(record_id=record_id)
+        manifest = c2pa_manifest(record_id=str(record.pk), model=record.model, signed_at=record.signed_at,
+                                 content_hash=record.content_hash, base_url=settings.PUBLIC_BASE_URL)
+        return Response(manifest, headers={"Cache-Control": "public, max-age=3600"})

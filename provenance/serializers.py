@@ -1,0 +1,74 @@
+import base64
+
+from rest_framework import serializers
+
+from provenance import crypto
+
+CONTENT_HASH_PATTERN = r"^sha3-256:[0-9a-f]{64}\Z"
+PHASH_PATTERN = r"^[0-9a-f]{16}\Z"
+MAX_BATCH_ITEMS = 50  # spec, Limits
+
+
+class Base64SignatureField(serializers.CharField):
+    """Base64 of exactly one ML-DSA-65 signature (3309 bytes); validated to raw bytes."""
+
+    def to_internal_value(self, data) -> bytes:
+        text = super().to_internal_value(data)
+        try:
+            raw = base64.b64decode(text, validate=True)
+        except ValueError:
+            raise serializers.ValidationError("Not valid base64.") from None
+        if len(raw) != crypto.SIGNATURE_BYTES:
+            raise serializers.ValidationError(f"An ml-dsa-65 signature is {crypto.SIGNATURE_BYTES} bytes.")
+        return raw
+
+
+def _signed_text(max_length: int) -> serializers.CharField:
+    # Signed strings are taken byte for byte: trimming would change what the signature covers.
+    return serializers.CharField(max_length=max_length, trim_whitespace=False)
+
+
+class RecordCreateInput(serializers.Serializer):
+    watermark_id = _signed_text(128)
+    generator_id = _signed_text(64)
+    model = _signed_text(200)
+    content_hash = serializers.RegexField(CONTENT_HASH_PATTERN, max_length=73, trim_whitespace=False)
+    signature = Base64SignatureField(max_length=8000)
+    signed_payload = serializers.DictField(child=serializers.JSONField())
+    phash = serializers.RegexField(PHASH_PATTERN, required=False, allow_null=True, trim_whitespace=False)
+
+
+class RecordBatchInput(serializers.Serializer):
+    records = RecordCreateInput(many=True, allow_empty=False, max_length=MAX_BATCH_ITEMS)
+
+
+class RecordCreatedOutput(serializers.Serializer):
+    token = serializers.CharField()
+    record_id = serializers.UUIDField(source="pk")
+
+
+class RecordBatchOutput(serializers.Serializer):
+    results = RecordCreatedOutput(many=True)
+
+
+class RecordOutput(serializers.Serializer):
+    record_id = serializers.UUIDField(source="pk")
+    generator_id = serializers.UUIDField()
+    org = serializers.CharField(source="org.name")
+    model = serializers.CharField()
+    watermark_id = serializers.CharField()
+    content_hash = serializers.CharField()
+    phash = serializers.CharField(allow_null=True)
+    signature = serializers.SerializerMethodField()
+    signature_algorithm = serializers.SerializerMethodField()
+    kid = serializers.CharField(source="key.kid")
+    signed_payload = serializers.DictField(child=serializers.CharField())
+    signed_at = serializers.DateTimeField()
+    format = serializers.CharField(allow_null=True)
+    token = serializers.CharField()
+
+    def get_signature(self, record) -> str:
+        return base64.b64encode(bytes(record.signature)).decode()
+
+    def get_signature_algorithm(self, record) -> str:
+        return crypto.ALGORITHM

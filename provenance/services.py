@@ -1,0 +1,122 @@
+"""Creating provenance records: the one path every signature takes into the database."""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from accounts.models import Organization
+from audit.services import audit_write_many
+from billing.gates import require_feature
+from billing.services import usage_consume
+from config.errors import ApiError, GeneratorServerManaged, SignatureInvalid, ValidationFailed
+from generators.models import GeneratorKey
+from generators.selectors import generator_for_signing
+from provenance import crypto
+from provenance.models import Record
+from provenance.payload import signed_payload_bytes
+from provenance.phash_bands import phash_bands
+from webhooks.events import event_emit
+
+SIGNED_FIELDS = ("content_hash", "generator_id", "model", "watermark_id")
+
+
+@dataclass(frozen=True)
+class RecordDraft:
+    """A record ready to store: its signature already made (sign) or checked (records)."""
+
+    key: GeneratorKey
+    content_hash: str
+    model: str
+    watermark_id: str
+    signature: bytes
+    phash: str | None = None
+    format: str | None = None
+
+
+def record_create(*, org: Organization, draft: RecordDraft) -> Record:
+    """Store one signed record; count it, audit `sign` and announce `record.created` in the same transaction.
+
+    Raises SignatureLimitReached (nothing stored) when the free plan's allowance is used up.
+    """
+    return records_create(org=org, drafts=[draft])[0]
+
+
+def records_create(*, org: Organization, drafts: list[RecordDraft]) -> list[Record]:
+    """Store several records all-or-nothing; a batch of N counts N signatures."""
+    records = [_record_from(org, draft) for draft in drafts]
+    with transaction.atomic():
+        Record.objects.bulk_create(records)
+        audit_write_many(org=org, type="sign", metadatas=[_sign_metadata(r) for r in records])
+        usage_consume(org=org, count=len(records))  # last: the counter row stays locked until commit only
+        for record in records:
+            event_emit(org=org, kind="record.created", data=_sign_metadata(record))
+    return records
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A client-managed record as POSTed: fields already shape-checked by the input serializer."""
+
+    generator_id: str
+    content_hash: str
+    model: str
+    watermark_id: str
+    signature: bytes
+    signed_payload: dict
+    phash: str | None = None
+
+
+def record_submit(*, org: Organization, submission: Submission) -> Record:
+    """POST /v1/records: check generator, payload and ML-DSA-65 signature, then store.
+
+    Raises NotFound, Forbidden, GeneratorServerManaged, ValidationFailed, SignatureInvalid,
+    SignatureLimitReached.
+    """
+    return record_create(org=org, draft=_checked_draft(org, submission, {}))
+
+
+def record_submit_batch(*, org: Organization, submissions: list[Submission]) -> list[Record]:
+    """POST /v1/records/batch: every item is checked before anything is stored; all or nothing.
+
+    Raises PlanRequired / EmailNotVerified (gates), ValidationFailed naming every failing index.
+    """
+    require_feature(org, "batch_records")
+    keys_by_generator: dict[str, GeneratorKey] = {}
+    drafts, failures = [], {}
+    for index, submission in enumerate(submissions):
+        try:
+            drafts.append(_checked_draft(org, submission, keys_by_generator))
+        except ApiError as error:
+            failures[str(index)] = [f"{error.code}: {error.message}"]
+    if failures:
+        raise ValidationFailed("Some records failed; nothing was stored.", details={"records": failures})
+    return records_create(org=org, drafts=drafts)
+
+
+def _checked_draft(org: Organization, submission: Submission, key_cache: dict[str, GeneratorKey]) -> RecordDraft:
+    key = key_cache.get(submission.generator_id)
+    if key is None:
+        key = key_cache[submission.generator_id] = generator_for_signing(org=org, generator_id=submission.generator_id)
+    if key.generator.is_server_managed:
+        raise GeneratorServerManaged()
+    expected = {field: getattr(submission, field) for field in SIGNED_FIELDS}
+    if submission.signed_payload != expected:
+        raise ValidationFailed(details={"signed_payload": [f"Must equal {{{', '.join(SIGNED_FIELDS)}}} sent."]})
+    message = signed_payload_bytes(**expected)
+    if not crypto.verify(bytes(key.public_key), message, submission.signature):
+        raise SignatureInvalid()
+    return RecordDraft(key=key, content_hash=submission.content_hash, model=submission.model,
+                       watermark_id=submission.watermark_id, signature=submission.signature, phash=submission.phash)
+
+
+def _record_from(org: Organization, draft: RecordDraft) -> Record:
+    bands = phash_bands(draft.phash) if draft.phash else (None, None, None, None)
+    return Record(org=org, generator_id=draft.key.generator_id, key=draft.key, model=draft.model,
+                  watermark_id=draft.watermark_id, content_hash=draft.content_hash, phash=draft.phash,
+                  phash_band0=bands[0], phash_band1=bands[1], phash_band2=bands[2], phash_band3=bands[3],
+                  signature=draft.signature, format=draft.format)
+
+
+def _sign_metadata(record: Record) -> dict:
+    return {"record_id": str(record.pk), "generator_id": str(record.generator_id), "model": record.model}
+

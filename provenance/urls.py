@@ -1,0 +1,10 @@
+from django.urls import path
+
+from provenance import api
+
+urlpatterns = [
+    path("records", api.RecordCreateView.as_view()),
+    path("records/batch", api.RecordBatchView.as_view()),
+    path("records/<uuid:record_id>", api.RecordDetailView.as_view()),
+    path("records/<uuid:record_id>/c2pa", api.RecordC2paView.as_view()),
+]
