@@ -8,7 +8,7 @@ import uuid
 import jwt
 import pytest
 
-from accounts.keyring import jwt_signing_key
+from config.keyring import jwt_signing_key
 from tests import factories
 
 pytestmark = pytest.mark.django_db
