@@ -1,0 +1,275 @@
+"""WebP: the token in a RIFF `XMP ` chunk of the extended (VP8X) format.
+
+Container surgery on the RIFF chunk list (Google's "WebP Container Specification"): a
+simple file (one `VP8 ` or `VP8L` chunk) is converted to the extended format by adding a
+VP8X chunk with the canvas size and alpha flag read from the bitstream, then the XMP chunk
+is added and the XMP flag set. Stripping undoes exactly that, so a simple file comes back
+byte for byte. Chunks are kept as the exact bytes read; only the RIFF size is rewritten.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from PIL import Image
+
+from media_codecs import xmp
+from media_codecs.base import Codec
+from media_codecs.errors import CorruptMedia, UnsupportedFormat
+from media_codecs.image import pixels
+from media_codecs.image.phash import phash_hex
+
+# VP8X flags byte (container spec, "Extended File Format"): Rsv Rsv I L E X A R.
+FLAG_ICC, FLAG_ALPHA, FLAG_EXIF, FLAG_XMP, FLAG_ANIMATION = 0x20, 0x10, 0x08, 0x04, 0x02
+_IMAGE_CHUNKS = (b"VP8 ", b"VP8L")
+_PIXEL_CHUNKS = (b"ALPH", b"VP8 ", b"VP8L", b"ANIM", b"ANMF")
+_METADATA_ORDER = {b"ICCP": 0, b"EXIF": 2, b"XMP ": 3}  # image data sits at 1
+_LOSSY_QUALITY = 90  # re-encoding a lossy input; high enough that the mark is the main change
+
+
+@dataclass(frozen=True)
+class Chunk:
+    fourcc: bytes
+    payload: bytes
+    raw: bytes  # FourCC, size, payload and padding byte as read
+
+
+def make_chunk(fourcc: bytes, payload: bytes) -> Chunk:
+    """Build a chunk; an odd-sized payload gets the zero padding byte RIFF requires."""
+    padding = b"\x00" if len(payload) % 2 else b""
+    return Chunk(fourcc, payload, fourcc + len(payload).to_bytes(4, "little") + payload + padding)
+
+
+def parse_chunks(data: bytes) -> tuple[list[Chunk], bytes]:
+    """Split a WebP into its chunks and any bytes after the RIFF payload.
+
+    Raises UnsupportedFormat when `data` is not a WebP, CorruptMedia when truncated.
+    """
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WEBP":
+        raise UnsupportedFormat("not a WebP file")
+    end = 8 + int.from_bytes(data[4:8], "little")
+    if end > len(data) or end < 12:
+        raise CorruptMedia("the WebP RIFF size runs past the end of the file")
+    chunks: list[Chunk] = []
+    position = 12
+    while position < end:
+        if position + 8 > end:
+            raise CorruptMedia("a WebP chunk header is truncated")
+        size = int.from_bytes(data[position + 4 : position + 8], "little")
+        payload_end = position + 8 + size
+        if payload_end > end:
+            raise CorruptMedia("a WebP chunk runs past the end of the file")
+        chunk_end = min(payload_end + size % 2, end)  # some writers drop the last padding byte
+        chunks.append(Chunk(data[position : position + 4], data[position + 8 : payload_end], data[position:chunk_end]))
+        position = chunk_end
+    if not chunks or chunks[0].fourcc not in (b"VP8X", *_IMAGE_CHUNKS):
+        raise CorruptMedia("the WebP starts with neither VP8X nor an image chunk")
+    if chunks[0].fourcc == b"VP8X" and len(chunks[0].payload) < 10:
+        raise CorruptMedia("the VP8X chunk is truncated")
+    return chunks, data[end:]
+
+
+def assemble(chunks: list[Chunk], trailer: bytes = b"") -> bytes:
+    """Join chunks into a RIFF file with the right size field."""
+    body = b"WEBP" + b"".join(chunk.raw for chunk in chunks)
+    return b"RIFF" + len(body).to_bytes(4, "little") + body + trailer
+
+
+def bitstream_info(chunk: Chunk) -> tuple[int, int, bool]:
+    """Width, height and whether alpha is used, from a `VP8 ` or `VP8L` bitstream header.
+
+    Raises CorruptMedia for a malformed header.
+    """
+    payload = chunk.payload
+    if chunk.fourcc == b"VP8L":
+        # WebP lossless spec 3.: signature 0x2f, then 14-bit width-1, 14-bit height-1,
+        # 1-bit alpha_is_used and a 3-bit version that must be 0.
+        if len(payload) < 5 or payload[0] != 0x2F:
+            raise CorruptMedia("the VP8L header is malformed")
+        bits = int.from_bytes(payload[1:5], "little")
+        if bits >> 29:
+            raise CorruptMedia("the VP8L version is not 0")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1, bool(bits >> 28 & 1)
+    # RFC 6386 9.1: 3-byte frame tag, start code 9d 01 2a, then 14-bit width and height.
+    if len(payload) < 10 or payload[3:6] != b"\x9d\x01\x2a":
+        raise CorruptMedia("the VP8 key frame header is malformed")
+    width = int.from_bytes(payload[6:8], "little") & 0x3FFF
+    height = int.from_bytes(payload[8:10], "little") & 0x3FFF
+    if not width or not height:
+        raise CorruptMedia("the VP8 frame has no pixels")
+    return width, height, False
+
+
+def canvas_size(chunks: list[Chunk]) -> tuple[int, int]:
+    """The canvas size: from VP8X in the extended format, else from the bitstream."""
+    first = chunks[0]
+    if first.fourcc != b"VP8X":
+        width, height, _ = bitstream_info(first)
+        return width, height
+    width = int.from_bytes(first.payload[4:7], "little") + 1
+    height = int.from_bytes(first.payload[7:10], "little") + 1
+    return width, height
+
+
+def vp8x_for(chunks: list[Chunk]) -> Chunk:
+    """The VP8X chunk describing a still image made of `chunks` (no VP8X among them).
+
+    Raises CorruptMedia when there is no image chunk.
+    """
+    image = next((chunk for chunk in chunks if chunk.fourcc in _IMAGE_CHUNKS), None)
+    if image is None:
+        raise CorruptMedia("the WebP has no image chunk")
+    width, height, has_alpha = bitstream_info(image)
+    fourccs = {chunk.fourcc for chunk in chunks}
+    flags = FLAG_ALPHA if has_alpha or b"ALPH" in fourccs else 0
+    flags |= FLAG_ICC if b"ICCP" in fourccs else 0
+    flags |= FLAG_EXIF if b"EXIF" in fourccs else 0
+    flags |= FLAG_XMP if b"XMP " in fourccs else 0
+    # Canvas width-1 and height-1 as 24-bit little-endian fields after 3 reserved bytes.
+    payload = bytes([flags, 0, 0, 0]) + (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    return make_chunk(b"VP8X", payload)
+
+
+def _with_flags(vp8x: Chunk, set_flags: int, clear_flags: int) -> Chunk:
+    payload = bytes([(vp8x.payload[0] | set_flags) & ~clear_flags & 0xFF]) + vp8x.payload[1:]
+    return make_chunk(b"VP8X", payload)
+
+
+def _extended(chunks: list[Chunk]) -> list[Chunk]:
+    return chunks if chunks[0].fourcc == b"VP8X" else [vp8x_for(chunks), *chunks]
+
+
+def _simplified(chunks: list[Chunk]) -> list[Chunk]:
+    """Drop a VP8X that says nothing the lone bitstream does not (the inverse of _extended)."""
+    if len(chunks) == 2 and chunks[1].fourcc in _IMAGE_CHUNKS and chunks[0].raw == vp8x_for(chunks[1:]).raw:
+        return chunks[1:]
+    return chunks
+
+
+def _without_token(chunks: list[Chunk]) -> list[Chunk]:
+    index = _xmp_index(chunks)
+    if index is None:
+        return chunks
+    remaining = xmp.remove_token(chunks[index].payload)
+    if remaining == chunks[index].payload:
+        return chunks
+    if remaining is not None:
+        return [*chunks[:index], make_chunk(b"XMP ", remaining), *chunks[index + 1 :]]
+    rest = [*chunks[:index], *chunks[index + 1 :]]
+    if rest[0].fourcc == b"VP8X":
+        rest[0] = _with_flags(rest[0], 0, FLAG_XMP)
+    return rest
+
+
+def _xmp_insert_index(chunks: list[Chunk]) -> int:
+    # Container spec chunk order: VP8X, ICCP, ANIM, image data, EXIF, XMP, then unknown.
+    index = len(chunks)
+    while index > 1 and chunks[index - 1].fourcc not in (*_PIXEL_CHUNKS, b"EXIF", b"ICCP"):
+        index -= 1
+    return index
+
+
+def _xmp_index(chunks: list[Chunk]) -> int | None:
+    return next((i for i, chunk in enumerate(chunks) if chunk.fourcc == b"XMP "), None)
+
+
+class WebpCodec(Codec):
+    format = "webp"
+    family = "image"
+    mime_type = "image/webp"
+
+    def sniff(self, head: bytes) -> bool:
+        """RIFF with form type WEBP."""
+        return head[:4] == b"RIFF" and head[8:12] == b"WEBP"
+
+    def embed_token(self, data: bytes, token: str) -> bytes:
+        """Put `token` in the XMP chunk, converting a simple file to the extended format.
+
+        Raises UnsupportedFormat, CorruptMedia; ValueError for a bad token.
+        """
+        chunks, trailer = parse_chunks(data)
+        chunks = _extended(chunks)
+        index = _xmp_index(chunks)
+        existing = None if index is None else chunks[index].payload
+        chunk = make_chunk(b"XMP ", xmp.merge_token(existing, token))
+        if index is None:
+            chunks.insert(_xmp_insert_index(chunks), chunk)
+        else:
+            chunks[index] = chunk
+        chunks[0] = _with_flags(chunks[0], FLAG_XMP, 0)
+        return assemble(chunks, trailer)
+
+    def extract_token(self, data: bytes) -> str | None:
+        """Read our token from the XMP chunk. Raises UnsupportedFormat, CorruptMedia."""
+        chunks, _ = parse_chunks(data)
+        index = _xmp_index(chunks)
+        return None if index is None else xmp.read_token(chunks[index].payload)
+
+    def strip_token(self, data: bytes) -> bytes:
+        """Remove our token; the XMP chunk and the XMP flag go when nothing else is left.
+
+        A VP8X that only restates the bitstream is dropped too, which returns a simple
+        file to its original bytes. Raises UnsupportedFormat, CorruptMedia.
+        """
+        chunks, trailer = parse_chunks(data)
+        stripped = _simplified(_without_token(chunks))
+        return data if stripped == chunks else assemble(stripped, trailer)
+
+    def embed_watermark(self, data: bytes, mark_id: int) -> bytes:
+        """Re-encode with `mark_id` in the luminance: lossless stays lossless, lossy at q90.
+
+        ICC, EXIF, XMP (with any token) and unknown chunks are carried over byte for byte;
+        callers embed the token afterwards. Raises UnsupportedFormat (animated, too
+        small), CorruptMedia, MediaTooLarge.
+        """
+        chunks, trailer = parse_chunks(data)
+        pixels.check_pixel_count(*canvas_size(chunks))
+        if any(chunk.fourcc in (b"ANIM", b"ANMF") for chunk in chunks):
+            raise UnsupportedFormat("animated WebPs cannot be watermarked")
+        image = pixels.decode_still(data, "WEBP")
+        marked = pixels.watermark_image(image, mark_id)
+        is_lossless = any(chunk.fourcc == b"VP8L" for chunk in chunks)
+        encoded, _ = parse_chunks(_encode(marked, is_lossless))
+        image_chunks = [chunk for chunk in encoded if chunk.fourcc in _PIXEL_CHUNKS]
+        return assemble(_with_metadata(image_chunks, chunks), trailer)
+
+    def extract_watermark(self, data: bytes) -> int | None:
+        """Read the mark id from the luminance. Raises CorruptMedia, MediaTooLarge."""
+        self.check_limits(data)
+        return pixels.read_watermark(pixels.decode_first_frame(data, "WEBP"))
+
+    def perceptual_hash(self, data: bytes) -> str | None:
+        """pHash of the decoded picture. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        self.check_limits(data)
+        image = pixels.open_image(data, "WEBP")
+        with pixels.decoder_errors():
+            return phash_hex(image)
+
+    def check_limits(self, data: bytes) -> None:
+        """Check the canvas size. Raises MediaTooLarge, UnsupportedFormat, CorruptMedia."""
+        chunks, _ = parse_chunks(data)
+        pixels.check_pixel_count(*canvas_size(chunks))
+
+
+def _encode(marked: Image.Image, is_lossless: bool) -> bytes:
+    buffer = io.BytesIO()
+    # exact=True keeps the colour under fully transparent pixels: libwebp would otherwise
+    # flatten it, erasing the mark there (and changing the input's hidden colours).
+    options = {"lossless": True} if is_lossless else {"quality": _LOSSY_QUALITY}
+    with pixels.decoder_errors():
+        marked.save(buffer, "WEBP", exact=True, **options)
+    return buffer.getvalue()
+
+
+def _with_metadata(image_chunks: list[Chunk], original: list[Chunk]) -> list[Chunk]:
+    """New image chunks with the original's metadata chunks, in container-spec order."""
+    metadata = [chunk for chunk in original if chunk.fourcc not in (*_PIXEL_CHUNKS, b"VP8X")]
+    ordered = sorted(metadata, key=lambda chunk: _METADATA_ORDER.get(chunk.fourcc, 4))
+    before = [chunk for chunk in ordered if chunk.fourcc == b"ICCP"]
+    after = [chunk for chunk in ordered if chunk.fourcc != b"ICCP"]
+    body = [*before, *image_chunks, *after]
+    return _simplified([vp8x_for(body), *body])
+
+
+CODEC = WebpCodec()

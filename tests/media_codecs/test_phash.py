@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import imagehash
+import numpy as np
+import pytest
+import scipy.fftpack
+from conftest import encode, photo
+from PIL import Image
+
+from media_codecs import get_codec
+from media_codecs.image import phash
+
+COLOUR_SAMPLES = (
+    "astronaut",
+    "chelsea",
+    "coffee",
+    "rocket",
+    "immunohistochemistry",
+    "hubble_deep_field",
+    "retina",
+    "cat",
+    "colorwheel",
+    "logo",
+)
+GREY_SAMPLES = ("camera", "coins", "moon", "page", "text", "clock", "brick", "grass", "gravel")
+
+
+def _random_images() -> list[Image.Image]:
+    rng = np.random.default_rng(2026)
+    sizes = ((64, 80), (33, 97), (300, 200))
+    noise = [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for h, w in sizes]
+    flat = [Image.new("L", (50, 40), value) for value in (0, 1, 128, 255)] + [Image.new("RGB", (9, 9), (10, 200, 30))]
+    ramp = np.tile(np.arange(64, dtype=np.uint8) * 4, (48, 1))
+    return [*noise, *flat, Image.fromarray(ramp), Image.fromarray(ramp.T.copy())]
+
+
+@pytest.mark.parametrize("name", COLOUR_SAMPLES + GREY_SAMPLES)
+def test_hash_of_a_sample_photo_equals_imagehash(name: str) -> None:
+    image = Image.fromarray(photo(name))
+    assert phash.phash_hex(image) == str(imagehash.phash(image, hash_size=8))
+
+
+def test_hash_of_random_flat_and_ramp_images_equals_imagehash() -> None:
+    for image in _random_images():
+        assert phash.phash_hex(image) == str(imagehash.phash(image))
+
+
+def test_dct_matches_scipy_to_the_last_bit() -> None:
+    rng = np.random.default_rng(7)
+    blocks = [rng.integers(0, 256, (32, 32)).astype(np.uint8) for _ in range(200)]
+    blocks += [np.full((32, 32), value, np.uint8) for value in (0, 3, 128, 255)]
+    for block in blocks:
+        expected = scipy.fftpack.dct(scipy.fftpack.dct(block, axis=0), axis=1)
+        ours = phash._dct_ii(phash._dct_ii(block.astype(np.float64).T).T)
+        assert np.array_equal(ours, expected)
+
+
+@pytest.mark.parametrize(("image_format", "options"), [("JPEG", {}), ("PNG", {}), ("WEBP", {"lossless": True})])
+def test_codecs_hash_the_decoded_file_like_imagehash_does(image_format: str, options: dict) -> None:
+    data = encode(photo("chelsea"), image_format, **options)
+    codec = get_codec(image_format.lower())
+    result = codec.perceptual_hash(data)
+    assert re.fullmatch("[0-9a-f]{16}", result)
+
+    assert result == str(imagehash.phash(Image.open(io.BytesIO(data))))
+
+
+def test_the_runtime_module_needs_neither_imagehash_nor_scipy() -> None:
+    source = Path(phash.__file__).read_text()
+    assert not re.search(r"^\s*(import|from)\s+(imagehash|scipy)", source, re.MULTILINE)

@@ -1,0 +1,40 @@
+"""media_codecs is pure: importing every module of it must not load Django."""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import media_codecs
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _all_modules() -> list[str]:
+    walked = pkgutil.walk_packages(media_codecs.__path__, prefix="media_codecs.")
+    return ["media_codecs", *sorted(module.name for module in walked)]
+
+
+def test_every_media_codecs_module_imports_without_django() -> None:
+    modules = _all_modules()
+    assert {"media_codecs.image.jpeg", "media_codecs.image.png", "media_codecs.image.webp"} <= set(modules)
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    script = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "import media_codecs\n"
+        "media_codecs.registered_codecs()\n"
+        "loaded = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
+        "assert not loaded, loaded\n"
+        "assert 'imagehash' not in sys.modules and 'scipy' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
