@@ -19,9 +19,9 @@ def api_key_for_credential(raw: str) -> ApiKey | None:
     lookup_id = api_key_lookup_id(raw)
     if lookup_id is None:
         return None
-    api_key = (
-        ApiKey.objects.select_related("org").filter(lookup_id=lookup_id, revoked_at__isnull=True).first()
-    )
+    # lookup_id is unique: no ORDER BY (first() would add one), just LIMIT 1.
+    found = ApiKey.objects.select_related("org").filter(lookup_id=lookup_id, revoked_at__isnull=True).order_by()[:1]
+    api_key = next(iter(found), None)
     if api_key is None or not digests_match(api_key.digest, raw):
         return None
     _touch(api_key)

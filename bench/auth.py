@@ -10,6 +10,7 @@ runs on every request without ever answering 429.
 import argparse
 import os
 import sys
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -29,11 +30,11 @@ def create_credentials(env: dict[str, str]) -> tuple[list[str], list[str]]:
     from accounts.services.auth import session_token_for
     from tests.factories import make_user
 
-    Organization.objects.filter(name__startswith="bench-auth-").delete()
+    run = uuid.uuid4().hex[:8]  # fresh rows each run; earlier runs' rows stay (a throwaway database)
     keys, tokens = [], []
     for index in range(ORGS):
-        org = Organization.objects.create(name=f"bench-auth-{index}", plan="scale")
-        user = make_user(org=org, email=f"bench-auth-{index}@example.com")
+        org = Organization.objects.create(name=f"bench-auth-{run}-{index}", plan="scale")
+        user = make_user(org=org, email=f"bench-auth-{run}-{index}@example.com")
         keys.append(api_key_create(org=org, created_by=user, name="bench").key)
         tokens.append(session_token_for(user))
     return keys, tokens
@@ -64,7 +65,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     with serve.gunicorn(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads) as url:
         for label, values in (("API key", keys), ("session JWT", tokens)):
-            lua = serve.rotating_header_lua("GET", "/v1/auth/me", "Authorization", [f"Bearer {v}" for v in values])
+            lua = serve.rotating_lua("GET", "/v1/auth/me", [(f"Bearer {v}", None) for v in values])
             serve.wrk(url, lua=lua, duration=2, connections=args.connections)  # warm-up
             stats = serve.wrk(url, lua=lua, duration=args.duration, connections=args.connections)
             print(f"| {label} | {stats['requests_per_second']:.0f} | {stats['p50_ms']:.2f} | {stats['p99_ms']:.2f} "

@@ -123,15 +123,23 @@ def parse_wrk(output: str) -> dict:
     return stats
 
 
-def rotating_header_lua(method: str, path: str, header: str, values: list[str], body: str | None = None) -> str:
-    """A wrk script sending `method path` with `header` cycling through `values` (one org each)."""
-    quoted = ", ".join(f'"{v}"' for v in values)
-    body_line = f"wrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n" if body else ""
-    return f"""{body_line}local values = {{{quoted}}}
+def _lua_string(text: str) -> str:
+    return "[==[" + text + "]==]"
+
+
+def rotating_lua(method: str, path: str, requests: list[tuple[str, str | None]]) -> str:
+    """A wrk script sending `method path`, cycling through (Authorization value, JSON body or None) pairs."""
+    entries = ",\n".join(f"{{{_lua_string(auth)}, {_lua_string(body) if body else 'nil'}}}"
+                         for auth, body in requests)
+    return f"""local entries = {{
+{entries}
+}}
 local counter = 0
 request = function()
   counter = counter + 1
-  wrk.headers["{header}"] = values[(counter % #values) + 1]
-  return wrk.format("{method}", "{path}")
+  local entry = entries[(counter % #entries) + 1]
+  local headers = {{["Authorization"] = entry[1]}}
+  if entry[2] then headers["Content-Type"] = "application/json" end
+  return wrk.format("{method}", "{path}", headers, entry[2])
 end
 """

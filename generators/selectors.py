@@ -18,8 +18,10 @@ def generator_for_signing(*, org: Organization, generator_id: str | uuid.UUID) -
         generator_uuid = uuid.UUID(str(generator_id))
     except ValueError:
         raise NotFound("Generator not found.") from None
-    key = (GeneratorKey.objects.select_related("generator")
-           .filter(generator_id=generator_uuid, retired_at__isnull=True).first())
+    # At most one current key per generator (a unique constraint): LIMIT 1 without ORDER BY.
+    current = (GeneratorKey.objects.select_related("generator")
+               .filter(generator_id=generator_uuid, retired_at__isnull=True).order_by()[:1])
+    key = next(iter(current), None)
     if key is None:
         raise NotFound("Generator not found.")
     if key.generator.org_id != org.pk:

@@ -13,7 +13,7 @@ class Record(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="records")
     generator = models.ForeignKey(Generator, on_delete=models.CASCADE, related_name="records")
-    key = models.ForeignKey(GeneratorKey, on_delete=models.PROTECT, related_name="records")
+    key = models.ForeignKey(GeneratorKey, on_delete=models.CASCADE, related_name="records")
     model = models.CharField(max_length=200)
     watermark_id = models.CharField(max_length=128, db_index=True)
     content_hash = models.CharField(max_length=73, db_index=True)  # "sha3-256:" + 64 hex

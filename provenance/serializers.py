@@ -1,5 +1,6 @@
 import base64
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from provenance import crypto
@@ -9,13 +10,21 @@ PHASH_PATTERN = r"^[0-9a-f]{16}\Z"
 MAX_BATCH_ITEMS = 50  # spec, Limits
 
 
-class Base64SignatureField(serializers.CharField):
-    """Base64 of exactly one ML-DSA-65 signature (3309 bytes); validated to raw bytes."""
+@extend_schema_field({"type": "string", "format": "byte", "description": "base64 ML-DSA-65 signature (3309 bytes)"})
+class Base64SignatureField(serializers.Field):
+    """Base64 of exactly one ML-DSA-65 signature (3309 bytes); validated to raw bytes.
+
+    A plain Field, not a CharField: CharField's per-character surrogate check costs about 1 ms on a
+    4.4 KB signature, more than verifying it. Strict base64 decoding already rejects any non-ASCII.
+    """
+
+    MAX_CHARS = 4 * (crypto.SIGNATURE_BYTES + 2) // 3 + 4
 
     def to_internal_value(self, data) -> bytes:
-        text = super().to_internal_value(data)
+        if not isinstance(data, str) or len(data) > self.MAX_CHARS:
+            raise serializers.ValidationError("Expected the base64 text of one signature.")
         try:
-            raw = base64.b64decode(text, validate=True)
+            raw = base64.b64decode(data, validate=True)
         except ValueError:
             raise serializers.ValidationError("Not valid base64.") from None
         if len(raw) != crypto.SIGNATURE_BYTES:
@@ -33,7 +42,7 @@ class RecordCreateInput(serializers.Serializer):
     generator_id = _signed_text(64)
     model = _signed_text(200)
     content_hash = serializers.RegexField(CONTENT_HASH_PATTERN, max_length=73, trim_whitespace=False)
-    signature = Base64SignatureField(max_length=8000)
+    signature = Base64SignatureField()
     signed_payload = serializers.DictField(child=serializers.JSONField())
     phash = serializers.RegexField(PHASH_PATTERN, required=False, allow_null=True, trim_whitespace=False)
 

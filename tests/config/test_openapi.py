@@ -15,7 +15,13 @@ def test_the_schema_describes_every_route_with_its_shapes(api_client):
     for route in AUTH_ROUTES:
         assert f"/v1/auth/{route}" in paths, route
     assert "/v1/api-keys" in paths and "/v1/api-keys/{id}" in paths
-    assert "/v1/billing/plans" in paths
+    for route in ("/v1/billing/plans", "/v1/billing/usage", "/v1/generators", "/v1/generators/{id}",
+                  "/v1/generators/{id}/revoke", "/v1/generators/{id}/rotate", "/v1/keys/{generator_id}",
+                  "/v1/records", "/v1/records/batch", "/v1/records/{record_id}", "/v1/records/{record_id}/c2pa",
+                  "/v1/audit"):
+        assert route in paths, route
+    assert "201" in paths["/v1/records"]["post"]["responses"]
+    assert "207" in paths["/v1/records/batch"]["post"]["responses"]
     register = paths["/v1/auth/register"]["post"]
     assert "requestBody" in register and "201" in register["responses"]
     components = schema["components"]["schemas"]
