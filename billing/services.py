@@ -55,11 +55,29 @@ def usage_consume(*, org: Organization, count: int) -> UsageAfter:
         used_after = _increment(org, period, count, cap)
     if used_after is None:
         current = UsageCounter.objects.get(org=org, period_start=period).signatures_used
-        raise SignatureLimitReached(upgrade_url=upgrade_url(settings.PUBLIC_BASE_URL, "starter"),
-                                    limit=plan.included_signatures, current=current)
+        raise _limit_reached(plan, current)
     usage = UsageAfter(used_before=used_after - count, used_after=used_after)
     _emit_quota_crossings(org, plan.included_signatures, usage)
     return usage
+
+
+def usage_precheck(*, org: Organization, count: int) -> None:
+    """Refuse early (before costly work) when a blocking plan has no room for `count` more signatures.
+
+    Advisory: `usage_consume` still decides atomically at commit. Raises SignatureLimitReached.
+    """
+    plan = get_plan(org.plan)
+    if not plan.blocks_at_limit:
+        return
+    used = (UsageCounter.objects.filter(org=org, period_start=period_start(timezone.now()))
+            .values_list("signatures_used", flat=True).first()) or 0
+    if used + count > plan.included_signatures:
+        raise _limit_reached(plan, used)
+
+
+def _limit_reached(plan, current: int) -> SignatureLimitReached:
+    return SignatureLimitReached(upgrade_url=upgrade_url(settings.PUBLIC_BASE_URL, "starter"),
+                                 limit=plan.included_signatures, current=current)
 
 
 def _increment(org: Organization, period, count: int, cap: int | None) -> int | None:

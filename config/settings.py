@@ -109,6 +109,7 @@ INSTALLED_APPS = [
     "provenance",
     "audit",
     "webhooks",
+    "verification",
 ]
 
 MIDDLEWARE = [

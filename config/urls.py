@@ -10,6 +10,7 @@ api_v1 = [
     path("", include("generators.urls")),
     path("", include("provenance.urls")),
     path("", include("audit.urls")),
+    path("", include("verification.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
     re_path(r"^.*$", api_not_found),  # last: unknown /v1 paths answer in the error envelope

@@ -3,7 +3,7 @@ from rest_framework.exceptions import ValidationError
 
 def validated(serializer_class, request) -> dict:
     """The request body checked by an input serializer; ValidationError (400) for any other shape."""
-    if not isinstance(request.data, dict):
+    if not isinstance(request.data, dict):  # a multipart QueryDict is a dict too
         raise ValidationError({"non_field_errors": ["Expected a JSON object."]})
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)

@@ -16,6 +16,8 @@ class Codec(ABC):
     format: ClassVar[str]
     family: ClassVar[str]
     mime_type: ClassVar[str]
+    # Where the token travels, as verification reports it (addendum 5): "xmp" or another "metadata" box.
+    token_source: ClassVar[str] = "metadata"
 
     @abstractmethod
     def sniff(self, head: bytes) -> bool:

@@ -1,17 +1,21 @@
 """/v1/records: submit client-signed records (one or a batch), fetch and export them publicly."""
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.throttles import VerifyIpThrottle
+from config.uploads import limit_uploads, uploaded_bytes
 from config.validation import validated
 from provenance import selectors, services
 from provenance import serializers as s
 from provenance.c2pa_json import c2pa_manifest
+from provenance.signing import content_sign
 
 BATCH_BODY_LIMIT = 10 * 1024 * 1024  # spec: batch record request body 10 MB
 
@@ -22,6 +26,39 @@ def _submission(item: dict) -> services.Submission:
 
 def _created(record) -> dict:
     return {"pk": record.pk, "token": selectors.record_token(record.pk)}
+
+
+SIGN_UPLOAD_LIMIT = 50 * 1024 * 1024  # spec: sign upload 50 MB
+
+
+class SignView(APIView):
+    """Server-managed signing: the content comes back watermarked, signed and carrying its token."""
+
+    parser_classes = [MultiPartParser]
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        limit_uploads(request._request, SIGN_UPLOAD_LIMIT)  # before the body is parsed
+
+    @extend_schema(
+        request={"multipart/form-data": {"type": "object", "required": ["content", "model", "generator_id"],
+                                         "properties": {"content": {"type": "string", "format": "binary"},
+                                                        "model": {"type": "string"},
+                                                        "generator_id": {"type": "string", "format": "uuid"},
+                                                        "format": {"type": "string",
+                                                                   "enum": ["image", "audio", "text", "video"]}}}},
+        responses={(201, "application/octet-stream"): OpenApiResponse(description="The signed content")},
+        tags=["signing"])
+    def post(self, request):
+        fields = validated(s.SignInput, request)
+        data = uploaded_bytes(request, "content")
+        signed = content_sign(org=request.org, generator_id=fields["generator_id"], model=fields["model"],
+                              data=data, declared_family=fields.get("format"))
+        response = HttpResponse(signed.data, status=status.HTTP_201_CREATED, content_type=signed.codec.mime_type)
+        response["X-Service-Token"] = signed.token
+        response["X-Service-Record-Id"] = str(signed.record.pk)
+        response["X-Service-Format"] = signed.codec.family
+        return response
 
 
 class RecordCreateView(APIView):

@@ -9,3 +9,18 @@ def phash_bands(phash_hex: str) -> tuple[int, int, int, int]:
     value = int(phash_hex, 16)
     mask = (1 << BAND_BITS) - 1
     return tuple((value >> (BAND_BITS * (BANDS - 1 - i))) & mask for i in range(BANDS))  # type: ignore[return-value]
+
+
+def band_neighbours(value: int, radius: int) -> list[int]:
+    """Every 16-bit value within `radius` flipped bits of `value` (itself included)."""
+    values = [value]
+    frontier = [value]
+    for _ in range(radius):
+        frontier = list({v ^ (1 << bit) for v in frontier for bit in range(BAND_BITS)} - set(values))
+        values.extend(frontier)
+    return values
+
+
+def hamming(a_hex: str, b_hex: str) -> int:
+    """Bits that differ between two 16-hex-digit hashes."""
+    return (int(a_hex, 16) ^ int(b_hex, 16)).bit_count()

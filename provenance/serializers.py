@@ -3,6 +3,7 @@ import base64
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from generators.models import FORMATS
 from provenance import crypto
 
 CONTENT_HASH_PATTERN = r"^sha3-256:[0-9a-f]{64}\Z"
@@ -81,3 +82,11 @@ class RecordOutput(serializers.Serializer):
 
     def get_signature_algorithm(self, record) -> str:
         return crypto.ALGORITHM
+
+
+class SignInput(serializers.Serializer):
+    """The form fields of POST /v1/sign besides the `content` file."""
+
+    model = _signed_text(200)
+    generator_id = serializers.CharField(max_length=64)
+    format = serializers.ChoiceField(choices=FORMATS, required=False)

@@ -1,5 +1,6 @@
 """Creating provenance records: the one path every signature takes into the database."""
 
+import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -31,6 +32,7 @@ class RecordDraft:
     signature: bytes
     phash: str | None = None
     format: str | None = None
+    record_id: uuid.UUID | None = None  # preset when the token was minted before storing (POST /v1/sign)
 
 
 def record_create(*, org: Organization, draft: RecordDraft) -> Record:
@@ -111,10 +113,11 @@ def _checked_draft(org: Organization, submission: Submission, key_cache: dict[st
 
 def _record_from(org: Organization, draft: RecordDraft) -> Record:
     bands = phash_bands(draft.phash) if draft.phash else (None, None, None, None)
-    return Record(org=org, generator_id=draft.key.generator_id, key=draft.key, model=draft.model,
-                  watermark_id=draft.watermark_id, content_hash=draft.content_hash, phash=draft.phash,
-                  phash_band0=bands[0], phash_band1=bands[1], phash_band2=bands[2], phash_band3=bands[3],
-                  signature=draft.signature, format=draft.format)
+    return Record(
+        id=draft.record_id or uuid.uuid4(), org=org, generator_id=draft.key.generator_id, key=draft.key,
+        model=draft.model, watermark_id=draft.watermark_id, content_hash=draft.content_hash, phash=draft.phash,
+        phash_band0=bands[0], phash_band1=bands[1], phash_band2=bands[2], phash_band3=bands[3],
+        signature=draft.signature, format=draft.format)
 
 
 def _sign_metadata(record: Record) -> dict:

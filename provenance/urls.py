@@ -3,6 +3,7 @@ from django.urls import path
 from provenance import api
 
 urlpatterns = [
+    path("sign", api.SignView.as_view()),
     path("records", api.RecordCreateView.as_view()),
     path("records/batch", api.RecordBatchView.as_view()),
     path("records/<uuid:record_id>", api.RecordDetailView.as_view()),

@@ -90,6 +90,6 @@ def emitted(monkeypatch):
         original(org=org, kind=kind, data=data)
         calls.append((org.pk, kind, data))
 
-    for module in ("billing.services", "generators.services", "provenance.services"):
+    for module in ("billing.services", "generators.services", "provenance.services", "verification.services"):
         monkeypatch.setattr(f"{module}.event_emit", spy)
     return calls

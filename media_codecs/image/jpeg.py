@@ -130,6 +130,7 @@ def _xmp_insert_index(segments: list[Segment]) -> int:
 class JpegCodec(Codec):
     format = "jpeg"
     family = "image"
+    token_source = "xmp"
     mime_type = "image/jpeg"
 
     def sniff(self, head: bytes) -> bool:

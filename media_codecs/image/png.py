@@ -152,6 +152,7 @@ def _xmp_insert_index(chunks: list[Chunk]) -> int:
 class PngCodec(Codec):
     format = "png"
     family = "image"
+    token_source = "xmp"
     mime_type = "image/png"
 
     def sniff(self, head: bytes) -> bool:

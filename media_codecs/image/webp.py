@@ -177,6 +177,7 @@ def _xmp_index(chunks: list[Chunk]) -> int | None:
 class WebpCodec(Codec):
     format = "webp"
     family = "image"
+    token_source = "xmp"
     mime_type = "image/webp"
 
     def sniff(self, head: bytes) -> bool:

@@ -1,0 +1,133 @@
+"""Tests for the luminance watermark (pure module: run with ``-p no:django``)."""
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from media_codecs.image.watermark import (
+    MARK_BITS,
+    MIN_SIDE,
+    WatermarkError,
+    embed_luma,
+    extract_luma,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+MARK_ID = 0xC0FFEE_1234_5678_9A
+
+
+def _luma(rgb: np.ndarray) -> np.ndarray:
+    return rgb.astype(np.float32) @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
+def _sign_rgb(rgb: np.ndarray, mark_id: int) -> np.ndarray:
+    """What a caller does: mark Y, keep chroma, back to 8-bit RGB (adding dY to R, G and B)."""
+    y = _luma(rgb)
+    delta = embed_luma(y, mark_id) - y
+    return np.clip(np.rint(rgb + delta[..., None]), 0, 255).astype(np.uint8)
+
+
+def _jpeg(rgb: np.ndarray, quality: int) -> np.ndarray:
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, "JPEG", quality=quality)
+    buffer.seek(0)
+    return np.array(Image.open(buffer).convert("RGB"))
+
+
+@pytest.fixture(scope="module")
+def photo() -> np.ndarray:
+    data = pytest.importorskip("skimage.data")
+    return data.astronaut()
+
+
+@pytest.fixture(scope="module")
+def signed_photo(photo) -> np.ndarray:
+    return _sign_rgb(photo, MARK_ID)
+
+
+def test_a_signed_photo_reads_back_its_id(signed_photo):
+    assert extract_luma(_luma(signed_photo)) == MARK_ID
+
+
+def test_signing_keeps_the_photo_above_40_db_psnr(photo, signed_photo):
+    mse = np.mean((photo.astype(np.float64) - signed_photo) ** 2)
+    assert 10 * np.log10(255**2 / mse) >= 40
+
+
+def test_embed_returns_float32_of_the_same_shape(photo):
+    y = _luma(photo)[:200, :333]
+    marked = embed_luma(y, MARK_ID)
+    assert marked.dtype == np.float32
+    assert marked.shape == y.shape
+
+
+def test_a_jpeg_75_copy_still_reads(signed_photo):
+    assert extract_luma(_luma(_jpeg(signed_photo, 75))) == MARK_ID
+
+
+def test_a_cropped_copy_still_reads(signed_photo):
+    assert extract_luma(_luma(signed_photo[37:470, 21:455])) == MARK_ID
+
+
+def test_a_slightly_rotated_copy_still_reads(signed_photo):
+    rotated = np.array(Image.fromarray(signed_photo).rotate(2, resample=Image.Resampling.BICUBIC))
+    assert extract_luma(_luma(rotated)) == MARK_ID
+
+
+def test_an_unmarked_photo_gives_none(photo):
+    assert extract_luma(_luma(photo)) is None
+
+
+def test_random_noise_gives_none():
+    rng = np.random.default_rng(7)
+    for shape in [(256, 256), (300, 451)]:
+        assert extract_luma(rng.uniform(0, 255, shape).astype(np.float32)) is None
+
+
+def test_a_flat_grey_image_gives_none():
+    assert extract_luma(np.full((256, 256), 128, dtype=np.float32)) is None
+
+
+def test_an_image_smaller_than_the_minimum_raises():
+    with pytest.raises(WatermarkError):
+        embed_luma(np.zeros((MIN_SIDE - 1, 500), dtype=np.float32), MARK_ID)
+
+
+def test_a_tiny_image_reads_as_none_rather_than_raising():
+    assert extract_luma(np.zeros((40, 40), dtype=np.float32)) is None
+
+
+def test_an_id_outside_64_bits_raises():
+    y = np.full((256, 256), 100, dtype=np.float32)
+    with pytest.raises(WatermarkError):
+        embed_luma(y, 1 << MARK_BITS)
+    with pytest.raises(WatermarkError):
+        embed_luma(y, -1)
+
+
+def test_different_ids_read_back_distinctly(photo):
+    tile = photo[:256, 128:384]
+    ids = [0, (1 << MARK_BITS) - 1, 0x0123_4567_89AB_CDEF, 0x8000_0000_0000_0001]
+    assert [extract_luma(_luma(_sign_rgb(tile, mark_id))) for mark_id in ids] == ids
+
+
+def test_an_odd_sized_grayscale_image_round_trips():
+    data = pytest.importorskip("skimage.data")
+    gray = data.camera()[:301, :257].astype(np.float32)
+    marked = np.clip(np.rint(embed_luma(gray, MARK_ID)), 0, 255)
+    assert extract_luma(marked) == MARK_ID
+
+
+def test_embedding_is_deterministic(photo):
+    y = _luma(photo)[:256, :256]
+    assert np.array_equal(embed_luma(y, MARK_ID), embed_luma(y, MARK_ID))
+
+
+def test_the_module_imports_without_django():
+    code = "import media_codecs.image.watermark, sys; assert 'django' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, check=True)

@@ -1,0 +1,182 @@
+"""POST /v1/verify and /v1/verify/batch on real photographs, through every resolution path."""
+
+import base64
+import io
+import json
+import uuid
+
+import pytest
+from dilithium_py.ml_dsa import ML_DSA_65
+
+from audit.models import AuditEvent
+from config.keyring import token_mac_keys
+from media_codecs import get_codec
+from provenance.tokens import mint_token
+from tests import factories
+from tests.media import photo_bytes, reencode_jpeg, strip_metadata
+
+pytestmark = pytest.mark.django_db
+URL = "/v1/verify"
+
+
+@pytest.fixture
+def generator(org):
+    return factories.make_generator(org=org, formats=["image"])
+
+
+def _sign(client, generator, content: bytes):
+    response = client.post("/v1/sign", {"content": io.BytesIO(content), "model": "diffusion-xl",
+                                        "generator_id": str(generator.pk)}, format="multipart")
+    assert response.status_code == 201
+    return response
+
+
+def _verify(api_client, content: bytes, token: str | None = None) -> dict:
+    body = {"content": io.BytesIO(content)}
+    if token is not None:
+        body["token"] = token
+    response = api_client.post(URL, body, format="multipart")
+    assert response.status_code == 200, response.content[:300]
+    return response.json()
+
+
+@pytest.mark.parametrize("fmt", ["jpeg", "png", "webp"])
+def test_signed_content_verifies_with_high_confidence(api_client, key_client, org, generator, fmt):
+    signed = _sign(key_client(org), generator, photo_bytes("coffee", fmt))
+    result = _verify(api_client, signed.content)
+    assert result == {"authentic": True, "tampered": False, "confidence": "high", "token_source": "xmp",
+                      "signals": {"watermark_found": True, "record_found": True, "signature_valid": True},
+                      "provenance": {"org": org.name, "model": "diffusion-xl",
+                                     "signed_at": result["provenance"]["signed_at"]},
+                      "record_id": signed["X-Service-Record-Id"]}
+
+
+@pytest.mark.parametrize("fmt", ["jpeg", "png", "webp"])
+def test_without_metadata_the_watermark_finds_the_record(api_client, key_client, org, generator, fmt):
+    signed = _sign(key_client(org), generator, photo_bytes("astronaut", fmt)).content
+    stripped = strip_metadata(signed, fmt)
+    assert get_codec(fmt).extract_token(stripped) is None
+    result = _verify(api_client, stripped)
+    assert (result["token_source"], result["authentic"], result["confidence"]) == ("watermark", True, "high")
+
+
+def test_a_reencoded_image_is_tampered_but_still_watermarked(api_client, key_client, org, generator):
+    signed = _sign(key_client(org), generator, photo_bytes("chelsea", "jpeg"))
+    result = _verify(api_client, reencode_jpeg(signed.content, 75))
+    assert result["signals"] == {"watermark_found": True, "record_found": True, "signature_valid": True}
+    assert (result["tampered"], result["authentic"], result["reason"]) == (True, False, "content_tampered")
+    assert result["token_source"] == "watermark" and result["confidence"] == "low"
+    assert result["record_id"] == signed["X-Service-Record-Id"]
+
+
+def test_an_explicit_token_is_used_first(api_client, key_client, org, generator):
+    signed = _sign(key_client(org), generator, photo_bytes())
+    result = _verify(api_client, signed.content, token=signed["X-Service-Token"])
+    assert (result["token_source"], result["authentic"]) == ("provided", True)
+
+
+def test_an_altered_token_is_invalid(api_client, key_client, org, generator):
+    signed = _sign(key_client(org), generator, photo_bytes())
+    token = signed["X-Service-Token"]
+    altered = token[:-1] + ("A" if token[-1] != "A" else "B")
+    result = _verify(api_client, signed.content, token=altered)
+    assert (result["authentic"], result["reason"], result["record_id"], result["provenance"]) == (
+        False, "invalid_token", None, None)
+
+
+def test_a_forged_xmp_token_is_invalid(api_client, key_client, org, generator):
+    signed = _sign(key_client(org), generator, photo_bytes()).content
+    codec = get_codec("jpeg")
+    forged = codec.embed_token(signed, "svc_" + "A" * 44)
+    result = _verify(api_client, forged)
+    assert (result["token_source"], result["reason"]) == ("xmp", "invalid_token")
+
+
+def test_a_token_for_an_unknown_record_is_record_not_found(api_client):
+    token = mint_token(uuid.uuid4(), token_mac_keys()[0])
+    result = _verify(api_client, photo_bytes(), token=token)
+    assert (result["reason"], result["signals"]["record_found"], result["confidence"]) == (
+        "record_not_found", False, "low")
+
+
+def test_a_revoked_generators_content_has_an_invalid_signature(api_client, key_client, org, generator):
+    signed = _sign(key_client(org), generator, photo_bytes()).content
+    key_client(org).put(f"/v1/generators/{generator.pk}/revoke")
+    result = _verify(api_client, signed)
+    assert (result["authentic"], result["reason"]) == (False, "signature_invalid")
+    assert result["signals"]["signature_valid"] is False and result["signals"]["record_found"] is True
+
+
+def test_unsigned_content_has_no_provenance(api_client):
+    result = _verify(api_client, photo_bytes("rocket", "png"))
+    assert result == {"authentic": False, "tampered": False, "confidence": "none", "token_source": "none",
+                      "signals": {"watermark_found": False, "record_found": False, "signature_valid": False},
+                      "provenance": None, "reason": "no_provenance_found", "record_id": None}
+
+
+@pytest.mark.parametrize("garbage", [b"not an image at all", b"\xff\xd8\xff\xe0" + b"\x00" * 100,
+                                     b"\x89PNG\r\n\x1a\n" + b"\xff" * 64])
+def test_garbage_gets_a_result_not_an_error(api_client, garbage):
+    assert _verify(api_client, garbage)["reason"] == "no_provenance_found"
+
+
+def test_a_client_record_with_a_phash_is_found_without_token_or_watermark(api_client, key_client, org):
+    content = photo_bytes("coffee", "png")
+    codec = get_codec("png")
+    generator, seed = factories.make_client_generator(org=org)
+    body = factories.record_body(generator=generator, seed=seed, content=content,
+                                 phash=codec.perceptual_hash(content))
+    record_id = key_client(org).post("/v1/records", body, format="json").json()["record_id"]
+    result = _verify(api_client, content)
+    assert (result["token_source"], result["record_id"], result["authentic"]) == ("phash", record_id, True)
+    assert result["confidence"] == "medium"
+
+
+def test_verification_is_audited_for_the_owning_organization(api_client, key_client, org, generator, emitted):
+    signed = _sign(key_client(org), generator, photo_bytes()).content
+    _verify(api_client, reencode_jpeg(signed))
+    event = AuditEvent.objects.get(type="verify")
+    assert event.org_id == org.pk and event.metadata["tampered"] is True
+    kinds = [kind for _, kind, _ in emitted]
+    assert kinds[-2:] == ["verify.attempted", "verify.tamper_detected"]
+
+
+def test_the_signed_record_verifies_with_dilithium_py_from_public_endpoints(api_client, key_client, org, generator):
+    record_id = _sign(key_client(org), generator, photo_bytes())["X-Service-Record-Id"]
+    record = api_client.get(f"/v1/records/{record_id}").json()
+    keys = api_client.get(f"/v1/keys/{record['generator_id']}").json()["public_keys"]
+    public_key = base64.b64decode(next(k["key"] for k in keys if k["kid"] == record["kid"]))
+    message = json.dumps(record["signed_payload"], sort_keys=True, separators=(",", ":")).encode()
+    assert ML_DSA_65.verify(public_key, message, base64.b64decode(record["signature"]))
+
+
+def test_verify_needs_a_file(api_client):
+    response = api_client.post(URL, {"token": "svc_x"}, format="multipart")
+    assert response.status_code == 400 and "content" in response.json()["details"]
+
+
+def test_verify_is_limited_per_ip(api_client, settings):
+    settings.VERIFY_RATE_PER_MINUTE = 1
+    assert api_client.post(URL, {"content": io.BytesIO(b"x")}, format="multipart").status_code == 200
+    response = api_client.post(URL, {"content": io.BytesIO(b"x")}, format="multipart")
+    assert response.status_code == 429 and "Retry-After" in response
+
+
+def test_the_batch_answers_in_input_order(api_client, key_client, org, generator):
+    signed = _sign(key_client(org), generator, photo_bytes()).content
+    items = [{"content": base64.b64encode(signed).decode()},
+             {"content": base64.b64encode(b"garbage").decode()},
+             {"content": base64.b64encode(signed).decode(), "token": "svc_bad"}]
+    response = api_client.post(f"{URL}/batch", {"items": items}, format="json")
+    assert response.status_code == 200
+    results = response.json()
+    assert isinstance(results, list) and len(results) == 3
+    assert [r["authentic"] for r in results] == [True, False, False]
+    assert [r.get("reason") for r in results] == [None, "no_provenance_found", "invalid_token"]
+
+
+@pytest.mark.parametrize("body", [{"items": [{"content": "eA=="}] * 51}, {"items": []}, {},
+                                  {"items": [{"content": "not base64!"}]}, {"items": [{"token": "x"}]}])
+def test_bad_batches_are_400(api_client, body):
+    response = api_client.post(f"{URL}/batch", body, format="json")
+    assert response.status_code == 400 and response.json()["error"] == "validation_error"

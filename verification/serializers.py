@@ -1,0 +1,74 @@
+import base64
+import binascii
+
+from rest_framework import serializers
+
+MAX_BATCH_ITEMS = 50  # spec: batch verify items
+MAX_ITEM_BYTES = 50 * 1024 * 1024
+
+
+class VerifyInput(serializers.Serializer):
+    """The form fields of POST /v1/verify besides the `content` file."""
+
+    token = serializers.CharField(max_length=256, required=False, allow_blank=True)
+
+
+class Base64ContentField(serializers.Field):
+    """Base64 file content (standard alphabet), decoded to bytes; at most 50 MB decoded."""
+
+    def to_internal_value(self, data) -> bytes:
+        if not isinstance(data, str) or not data:
+            raise serializers.ValidationError("Expected the base64 text of a file.")
+        if len(data) > 4 * MAX_ITEM_BYTES // 3 + 4:
+            raise serializers.ValidationError("An item is limited to 50 MB.")
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise serializers.ValidationError("Not valid base64.") from None
+
+
+class VerifyBatchItemInput(serializers.Serializer):
+    content = Base64ContentField()
+    token = serializers.CharField(max_length=256, required=False, allow_blank=True, allow_null=True)
+
+
+class VerifyBatchInput(serializers.Serializer):
+    items = VerifyBatchItemInput(many=True, allow_empty=False, max_length=MAX_BATCH_ITEMS)
+
+
+class SignalsOutput(serializers.Serializer):
+    watermark_found = serializers.BooleanField()
+    record_found = serializers.BooleanField()
+    signature_valid = serializers.BooleanField()
+
+
+class ProvenanceOutput(serializers.Serializer):
+    org = serializers.CharField(source="org.name")
+    model = serializers.CharField()
+    signed_at = serializers.DateTimeField()
+
+
+class VerificationOutput(serializers.Serializer):
+    authentic = serializers.BooleanField()
+    tampered = serializers.BooleanField()
+    confidence = serializers.ChoiceField(choices=["high", "medium", "low", "none"])
+    token_source = serializers.ChoiceField(choices=["provided", "xmp", "metadata", "watermark", "phash", "none"])
+    signals = serializers.SerializerMethodField()
+    provenance = serializers.SerializerMethodField()
+    reason = serializers.CharField(required=False, help_text="Present exactly when authentic is false.")
+    record_id = serializers.SerializerMethodField()
+
+    def get_signals(self, result) -> dict:
+        return SignalsOutput(result).data
+
+    def get_provenance(self, result) -> dict | None:
+        return ProvenanceOutput(result.record).data if result.record_found else None
+
+    def get_record_id(self, result) -> str | None:
+        return str(result.record.pk) if result.record_found else None
+
+    def to_representation(self, result) -> dict:
+        body = super().to_representation(result)
+        if result.authentic:
+            body.pop("reason", None)
+        return body
