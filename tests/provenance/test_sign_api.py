@@ -122,3 +122,44 @@ def test_a_decompression_bomb_is_refused_before_decoding(key_client, org, genera
 
 def test_signing_needs_a_credential(api_client, generator):
     assert _sign(api_client, generator, photo_bytes()).status_code == 401
+
+
+def _png(image: Image.Image, **options) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG", **options)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _png(decode(photo_bytes("coffee", "png")).convert("P")),  # palette
+    lambda: _png(Image.new("I;16", (300, 300), 4000)),  # 16-bit greyscale
+])
+def test_palette_and_16_bit_pngs_get_a_clear_400(key_client, org, generator, make):
+    response = _sign(key_client(org), generator, make())
+    assert response.status_code == 400 and response.json()["error"] == "format_not_supported"
+    assert response.json()["message"]
+
+
+def test_an_animated_webp_gets_a_clear_400(key_client, org, generator):
+    frames = [decode(photo_bytes("coffee", "png")).convert("RGB"), decode(photo_bytes("chelsea", "png")).resize(
+        (600, 400)).convert("RGB")]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, "WEBP", save_all=True, append_images=frames[1:], duration=100)
+    response = _sign(key_client(org), generator, buffer.getvalue())
+    assert response.status_code == 400 and response.json()["error"] == "format_not_supported"
+
+
+def test_exif_icc_and_orientation_survive_signing(key_client, org, generator):
+    from PIL import ImageCms
+
+    image = decode(photo_bytes("astronaut", "png")).convert("RGB")
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation: rotate 90 CW to display
+    exif[0x010F] = "Example Camera Co"
+    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=90, exif=exif.tobytes(), icc_profile=icc)
+    signed = decode(_sign(key_client(org), generator, buffer.getvalue()).content)
+    assert signed.info.get("icc_profile") == icc
+    assert signed.getexif()[0x0112] == 6 and signed.getexif()[0x010F] == "Example Camera Co"
+    assert signed.size == image.size  # pixels not transposed: the orientation tag still applies
