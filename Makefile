@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint migrate bench-auth clean
+.PHONY: run test install lint migrate bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ test: install
 
 lint: install
 	$(BIN)/ruff check .
+
+# Benchmarks need wrk (apt-get install wrk) and the watermark peer, which declares torch as a
+# dependency it does not use for dwtDct: install it without dependencies.
+bench-deps: install
+	$(BIN)/pip install --quiet PyWavelets
+	$(BIN)/pip install --quiet --no-deps invisible-watermark
 
 clean:
 	rm -rf $(VENV) db.sqlite3 .pytest_cache .ruff_cache

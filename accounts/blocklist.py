@@ -4,6 +4,8 @@ import time
 
 from django.core.cache import cache
 
+from config.cache import cache_key, redis_client
+
 
 def _key(jti: str) -> str:
     return f"jwt-block:{jti}"
@@ -16,4 +18,7 @@ def block(jti: str, exp: int) -> None:
 
 
 def is_blocked(jti: str) -> bool:
+    client = redis_client()
+    if client is not None:  # one EXISTS on a shared client: this runs on every session request
+        return bool(client.exists(cache_key(_key(jti))))
     return cache.get(_key(jti)) is not None

@@ -47,7 +47,8 @@ def user_for_session_token(raw: str) -> tuple[User, SessionClaims] | None:
         user_id = uuid.UUID(claims.user_id)
     except (ValueError, TypeError, AttributeError):
         return None
-    user = User.objects.select_related("org").filter(pk=user_id, is_active=True).first()
+    found = User.objects.select_related("org").filter(pk=user_id, is_active=True).order_by()[:1]
+    user = next(iter(found), None)
     if user is None or str(user.org_id) != claims.org_id:
         return None
     if user.sessions_valid_after and claims.iat < int(user.sessions_valid_after.timestamp()):

@@ -1,10 +1,10 @@
 """Authenticated GET /v1/auth/me a second, with an API key and with a session JWT.
 
-Production shape: gunicorn with 2 workers, PostgreSQL, Redis (rate limits and the JWT blocklist),
+Production shape: gunicorn with 2 gthread workers (keep-alive), PostgreSQL, Redis (rate limits, JWT blocklist),
 DEBUG off. Credentials rotate over organizations on the Scale plan so the per-plan rate limiter
 runs on every request without ever answering 429.
 
-    .venv/bin/python bench/auth.py [--duration 10] [--connections 8] [--worker-class sync]
+    .venv/bin/python bench/auth.py [--duration 10] [--connections 8] [--worker-class gthread|sync]
 """
 
 import argparse
@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--worker-class", default="sync", choices=["sync", "gthread"])
+    parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
     parser.add_argument("--redis-url", default=serve.DEFAULT_REDIS_URL)

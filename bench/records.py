@@ -97,7 +97,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
-    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
     parser.add_argument("--redis-url", default=serve.DEFAULT_REDIS_URL)
     args = parser.parse_args()

@@ -8,8 +8,9 @@ import math
 import time
 from dataclasses import dataclass
 
-from django.core.cache import cache, caches
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache import cache
+
+from config.cache import cache_key, redis_client
 
 WINDOW_SECONDS = 60
 
@@ -29,12 +30,11 @@ class WindowState:
         return max(0, self.limit - self.count)
 
 
-def _incr_redis(key: str, ttl: int) -> int:
-    cache_key = cache.make_and_validate_key(key)
-    client = cache._cache.get_client(cache_key, write=True)
-    pipe = client.pipeline()
-    pipe.incr(cache_key)
-    pipe.expire(cache_key, ttl)
+def _incr_redis(client, key: str, ttl: int) -> int:
+    full_key = cache_key(key)
+    pipe = client.pipeline(transaction=False)
+    pipe.incr(full_key)
+    pipe.expire(full_key, ttl)
     count, _ = pipe.execute()
     return int(count)
 
@@ -55,6 +55,6 @@ def hit(subject: str, limit: int, window: int = WINDOW_SECONDS) -> WindowState:
     window_start = int(now // window) * window
     key = f"rl:{subject}:{window_start}"
     ttl = window + 5
-    # `cache` is a proxy; the backend object behind it tells whether Redis can take the pipelined path.
-    count = _incr_redis(key, ttl) if isinstance(caches["default"], RedisCache) else _incr_generic(key, ttl)
+    client = redis_client()
+    count = _incr_redis(client, key, ttl) if client is not None else _incr_generic(key, ttl)
     return WindowState(limit=limit, count=count, reset_in=max(1, math.ceil(window_start + window - now)))

@@ -101,3 +101,17 @@ def test_the_counter_is_shared_through_redis():
         assert len(keys) == 1 and int(raw.get(keys[0])) == 3
         assert 0 < raw.ttl(keys[0]) <= 65
         cache.clear()
+
+
+@pytest.mark.skipif(not _redis_available(), reason="Redis is not running on 127.0.0.1:6379")
+def test_logout_blocklists_through_redis(api_client, owner):
+    redis_cache = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                               "LOCATION": "redis://127.0.0.1:6379/15"}}
+    with override_settings(CACHES=redis_cache):
+        caches["default"].clear()
+        token = factories.session_token(owner)
+        header = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+        assert api_client.get("/v1/auth/me", **header).status_code == 200
+        assert api_client.post("/v1/auth/logout", **header).status_code == 200
+        assert api_client.get("/v1/auth/me", **header).status_code == 401
+        caches["default"].clear()
