@@ -7,7 +7,6 @@ runs on every request without ever answering 429.
     .venv/bin/python bench/auth.py [--duration 10] [--connections 8] [--worker-class gthread|sync]
 """
 
-import argparse
 import os
 import sys
 import uuid
@@ -41,26 +40,11 @@ def create_credentials(env: dict[str, str]) -> tuple[list[str], list[str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--duration", type=int, default=10)
-    parser.add_argument("--connections", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
-    parser.add_argument("--redis-url", default=serve.DEFAULT_REDIS_URL)
-    args = parser.parse_args()
-
-    redis_url = args.redis_url if serve.redis_reachable(args.redis_url) else None
-    env = serve.server_env(args.database_url, redis_url)
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    serve.manage(env, "createcachetable")
+    args = serve.server_arguments(__doc__).parse_args()
+    env = serve.prepared_env(args)
     keys, tokens = create_credentials(env)
 
-    print(f"gunicorn {args.workers} x {args.worker_class} workers, PostgreSQL, "
-          f"{'Redis' if redis_url else 'database cache (Redis unreachable)'}; wrk {args.connections} connections, "
-          f"{args.duration} s; {ORGS} Scale-plan organizations\n")
+    print(f"{serve.describe(args, env)}; {ORGS} Scale-plan organizations\n")
     print("| credential | requests/s | p50 ms | p99 ms | non-2xx |")
     print("|---|---|---|---|---|")
     with serve.gunicorn(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads) as url:

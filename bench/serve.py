@@ -4,6 +4,7 @@ Nothing here runs in the test suite. The server runs with DEBUG off, real secret
 benchmark's own PostgreSQL database (created if missing), so it never touches development data.
 """
 
+import argparse
 import contextlib
 import os
 import re
@@ -143,3 +144,32 @@ request = function()
   return wrk.format("{method}", "{path}", headers, entry[2])
 end
 """
+
+
+def server_arguments(doc: str) -> argparse.ArgumentParser:
+    """The command-line options every load benchmark shares."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=10, help="seconds of load per measurement")
+    parser.add_argument("--connections", type=int, default=8, help="wrk keep-alive connections")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
+    parser.add_argument("--threads", type=int, default=1, help="threads per gthread worker")
+    parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    return parser
+
+
+def prepared_env(args: argparse.Namespace) -> dict[str, str]:
+    """The server environment for `args`, its database created and migrated."""
+    redis_url = args.redis_url if redis_reachable(args.redis_url) else None
+    env = server_env(args.database_url, redis_url)
+    ensure_database(args.database_url)
+    manage(env, "migrate", "--noinput")
+    manage(env, "createcachetable")
+    return env
+
+
+def describe(args: argparse.Namespace, env: dict[str, str]) -> str:
+    cache = "Redis" if env.get("REDIS_URL") else "database cache (Redis unreachable)"
+    return (f"gunicorn {args.workers} x {args.worker_class} workers ({args.threads} thread each), PostgreSQL, "
+            f"{cache}; wrk {args.connections} keep-alive connections, {args.duration} s")

@@ -1,6 +1,9 @@
 """Creating provenance records: the one path every signature takes into the database."""
 
+import functools
+import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -19,6 +22,7 @@ from provenance.phash_bands import phash_bands
 from webhooks.events import event_emit
 
 SIGNED_FIELDS = ("content_hash", "generator_id", "model", "watermark_id")
+PARALLEL_VERIFY_MIN = 8  # signatures per thread below which a hand-off costs more than it saves
 
 
 @dataclass(frozen=True)
@@ -74,28 +78,41 @@ def record_submit(*, org: Organization, submission: Submission) -> Record:
     Raises NotFound, Forbidden, GeneratorServerManaged, ValidationFailed, SignatureInvalid,
     SignatureLimitReached.
     """
-    return record_create(org=org, draft=_checked_draft(org, submission, {}))
+    draft, message = _unverified_draft(org, submission, {})
+    if not _signature_holds(draft, message):
+        raise SignatureInvalid()
+    return record_create(org=org, draft=draft)
 
 
 def record_submit_batch(*, org: Organization, submissions: list[Submission]) -> list[Record]:
     """POST /v1/records/batch: every item is checked before anything is stored; all or nothing.
 
-    Raises PlanRequired / EmailNotVerified (gates), ValidationFailed naming every failing index.
+    Generators and payloads are checked in order (they read the database); the signatures are then
+    verified in parallel. Raises PlanRequired / EmailNotVerified (gates), ValidationFailed naming
+    every failing index.
     """
     require_feature(org, "batch_records")
     keys_by_generator: dict[str, GeneratorKey] = {}
-    drafts, failures = [], {}
+    pending: dict[int, tuple[RecordDraft, bytes]] = {}
+    failures: dict[str, list[str]] = {}
     for index, submission in enumerate(submissions):
         try:
-            drafts.append(_checked_draft(org, submission, keys_by_generator))
+            pending[index] = _unverified_draft(org, submission, keys_by_generator)
         except ApiError as error:
             failures[str(index)] = [f"{error.code}: {error.message}"]
+    verdicts = _verify_in_parallel(list(pending.values()))
+    for index, holds in zip(pending, verdicts, strict=True):
+        if not holds:
+            failures[str(index)] = [f"{SignatureInvalid.code}: {SignatureInvalid.message}"]
     if failures:
-        raise ValidationFailed("Some records failed; nothing was stored.", details={"records": failures})
-    return records_create(org=org, drafts=drafts)
+        raise ValidationFailed("Some records failed; nothing was stored.",
+                               details={"records": dict(sorted(failures.items(), key=lambda item: int(item[0])))})
+    return records_create(org=org, drafts=[draft for draft, _ in pending.values()])
 
 
-def _checked_draft(org: Organization, submission: Submission, key_cache: dict[str, GeneratorKey]) -> RecordDraft:
+def _unverified_draft(org: Organization, submission: Submission,
+                      key_cache: dict[str, GeneratorKey]) -> tuple[RecordDraft, bytes]:
+    """Everything but the signature check: generator, mode and payload. Returns the draft and signed bytes."""
     key = key_cache.get(submission.generator_id)
     if key is None:
         key = key_cache[submission.generator_id] = generator_for_signing(org=org, generator_id=submission.generator_id)
@@ -104,11 +121,38 @@ def _checked_draft(org: Organization, submission: Submission, key_cache: dict[st
     expected = {field: getattr(submission, field) for field in SIGNED_FIELDS}
     if submission.signed_payload != expected:
         raise ValidationFailed(details={"signed_payload": [f"Must equal {{{', '.join(SIGNED_FIELDS)}}} sent."]})
-    message = signed_payload_bytes(**expected)
-    if not crypto.verify(bytes(key.public_key), message, submission.signature):
-        raise SignatureInvalid()
-    return RecordDraft(key=key, content_hash=submission.content_hash, model=submission.model,
-                       watermark_id=submission.watermark_id, signature=submission.signature, phash=submission.phash)
+    draft = RecordDraft(key=key, content_hash=submission.content_hash, model=submission.model,
+                        watermark_id=submission.watermark_id, signature=submission.signature, phash=submission.phash)
+    return draft, signed_payload_bytes(**expected)
+
+
+def _signature_holds(draft: RecordDraft, message: bytes) -> bool:
+    return crypto.verify(bytes(draft.key.public_key), message, draft.signature)
+
+
+def _verify_in_parallel(items: list[tuple[RecordDraft, bytes]]) -> list[bool]:
+    # pyca's ML-DSA-65 verify releases the GIL (two threads measured 2.0x one here). One chunk per
+    # core, the calling thread taking the first: a task per signature cost more in hand-offs than
+    # it saved once the workers were busy.
+    chunks = max(1, min(os.cpu_count() or 1, len(items) // PARALLEL_VERIFY_MIN))
+    if chunks == 1:
+        return _verify_chunk(items)
+    parts = [items[start::chunks] for start in range(chunks)]
+    futures = [_verify_pool().submit(_verify_chunk, part) for part in parts[1:]]
+    results = [_verify_chunk(parts[0]), *(future.result() for future in futures)]
+    verdicts = [False] * len(items)
+    for start, part_verdicts in enumerate(results):
+        verdicts[start::chunks] = part_verdicts
+    return verdicts
+
+
+def _verify_chunk(items: list[tuple[RecordDraft, bytes]]) -> list[bool]:
+    return [_signature_holds(draft, message) for draft, message in items]
+
+
+@functools.cache
+def _verify_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="mldsa-verify")
 
 
 def _record_from(org: Organization, draft: RecordDraft) -> Record:

@@ -93,32 +93,29 @@ def email_verify(*, token: str) -> User:
 
 def verification_resend(*, email: str) -> None:
     """Mail a fresh verification link to an unverified account; silent (and equally slow) otherwise."""
-
-    def work() -> None:
-        user = User.objects.filter(email__iexact=email.strip(), is_active=True, email_verified=False).first()
-        if user is None:
-            return
-        with transaction.atomic():
-            raw = _email_token_issue(user=user, purpose=EmailToken.Purpose.VERIFY_EMAIL,
-                                     lifetime=VERIFY_EMAIL_LIFETIME)
-        emails.verification_email_send(user=user, token=raw)
-
-    _with_time_floor(work)
+    _mail_new_token(email=email, only_unverified=True, purpose=EmailToken.Purpose.VERIFY_EMAIL,
+                    lifetime=VERIFY_EMAIL_LIFETIME, send=emails.verification_email_send)
 
 
 def password_forgot(*, email: str) -> None:
     """Mail a one-hour, single-use reset link if the account exists; never tells whether it does."""
+    _mail_new_token(email=email, only_unverified=False, purpose=EmailToken.Purpose.RESET_PASSWORD,
+                    lifetime=RESET_PASSWORD_LIFETIME, send=emails.password_reset_email_send)
 
-    def work() -> None:
-        user = User.objects.filter(email__iexact=email.strip(), is_active=True).first()
-        if user is None:
-            return
+
+def _mail_new_token(*, email: str, only_unverified: bool, purpose: str, lifetime: timedelta,
+                    send: Callable[..., None]) -> None:
+    """Issue and mail a token when the account qualifies, taking ENUMERATION_TIME_FLOOR either way."""
+    started = time.monotonic()
+    users = User.objects.filter(email__iexact=email.strip(), is_active=True)
+    user = (users.filter(email_verified=False) if only_unverified else users).first()
+    if user is not None:
         with transaction.atomic():
-            raw = _email_token_issue(user=user, purpose=EmailToken.Purpose.RESET_PASSWORD,
-                                     lifetime=RESET_PASSWORD_LIFETIME)
-        emails.password_reset_email_send(user=user, token=raw)
-
-    _with_time_floor(work)
+            raw = _email_token_issue(user=user, purpose=purpose, lifetime=lifetime)
+        send(user=user, token=raw)
+    remaining = ENUMERATION_TIME_FLOOR - (time.monotonic() - started)
+    if remaining > 0:
+        time.sleep(remaining)
 
 
 def password_reset(*, token: str, password: str) -> User:
@@ -132,14 +129,6 @@ def password_reset(*, token: str, password: str) -> User:
         user.sessions_valid_after = timezone.now()
         user.save(update_fields=["password", "sessions_valid_after"])
     return user
-
-
-def _with_time_floor(work: Callable[[], None]) -> None:
-    started = time.monotonic()
-    work()
-    remaining = ENUMERATION_TIME_FLOOR - (time.monotonic() - started)
-    if remaining > 0:
-        time.sleep(remaining)
 
 
 def _email_token_issue(*, user: User, purpose: str, lifetime: timedelta) -> str:

@@ -105,3 +105,13 @@ def test_batch_signatures_are_base64_of_the_right_length(key_client, growth_org,
     items = _items(*growth_gen, 1)
     items[0]["signature"] = base64.b64encode(b"short").decode()
     assert key_client(growth_org).post(URL, {"records": items}, format="json").status_code == 400
+
+
+def test_a_large_batch_checked_in_parallel_names_every_bad_signature(key_client, growth_org, growth_gen):
+    items = _items(*growth_gen, 20)
+    items[4]["signature"], items[17]["signature"] = items[5]["signature"], items[0]["signature"]
+    response = key_client(growth_org).post(URL, {"records": items}, format="json")
+    assert response.status_code == 400
+    failing = response.json()["details"]["records"]
+    assert list(failing) == ["4", "17"] and all("signature_invalid" in m[0] for m in failing.values())
+    assert not Record.objects.exists()
