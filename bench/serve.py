@@ -150,7 +150,8 @@ def server_arguments(doc: str) -> argparse.ArgumentParser:
     """The command-line options every load benchmark shares."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=int, default=10, help="seconds of load per measurement")
-    parser.add_argument("--connections", type=int, default=8, help="wrk keep-alive connections")
+    # Enough connections that keep-alive ones spread over both workers (each sticks to the one that accepted it).
+    parser.add_argument("--connections", type=int, default=32, help="wrk keep-alive connections")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
     parser.add_argument("--threads", type=int, default=1, help="threads per gthread worker")
