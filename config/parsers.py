@@ -32,7 +32,7 @@ class LimitedJSONParser(BaseParser):
         if len(raw) > limit:
             raise PayloadTooLarge()
         try:
-            return json.loads(raw.decode(parser_context.get("encoding") or "utf-8"))
+            return json.loads(raw.decode(parser_context.get("encoding") or "utf-8"), parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
 
@@ -44,3 +44,8 @@ def _declared_length(request) -> int | None:
         return int(request.META.get("CONTENT_LENGTH") or 0) or None
     except ValueError:
         return None
+
+
+def _reject_constant(name: str):
+    # NaN and Infinity are not JSON (RFC 8259), though Python's parser accepts them by default.
+    raise ValueError(f"{name} is not valid JSON")

@@ -29,6 +29,12 @@ def test_malformed_json_is_a_400_validation_error(api_client):
     _assert_envelope(response, 400, "validation_error")
 
 
+@pytest.mark.parametrize("raw", [b'{"a": NaN}', b'{"a": Infinity}', b"-Infinity"])
+def test_non_json_number_constants_are_400(api_client, raw):
+    response = api_client.post("/v1/probe/public", data=raw, content_type="application/json")
+    _assert_envelope(response, 400, "validation_error")
+
+
 def test_invalid_utf8_is_a_400_validation_error(api_client):
     response = api_client.post("/v1/probe/public", data=b'{"a": "\xff"}', content_type="application/json")
     _assert_envelope(response, 400, "validation_error")
