@@ -40,9 +40,6 @@ class Role(models.TextChoices):
 
 
 class UserManager(BaseUserManager):
-    def get_by_email(self, email: str) -> "User":
-        return self.select_related("org").get(email__iexact=email.strip())
-
     def create_user(self, email: str, password: str | None = None, **fields) -> "User":
         user = self.model(email=normalize_email(email), **fields)
         user.set_password(password)
@@ -63,6 +60,9 @@ def normalize_email(email: str) -> str:
 
 
 class User(AbstractBaseUser, PermissionsMixin):
+    """Emails are stored normalised (`normalize_email`) and looked up by equality, which uses the unique
+    index; the lower(email) constraint also guards rows written around the manager."""
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     email = models.EmailField(max_length=254, unique=True)  # stored lowercased; see normalize_email
     email_verified = models.BooleanField(default=False)
@@ -90,6 +90,11 @@ class User(AbstractBaseUser, PermissionsMixin):
 
     def __str__(self) -> str:
         return self.email
+
+    def clean(self) -> None:
+        # Forms (the admin's included) store the same normalised form as the API.
+        super().clean()
+        self.email = normalize_email(self.email)
 
 
 class ApiKey(models.Model):

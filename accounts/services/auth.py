@@ -44,7 +44,7 @@ def user_register(*, org_name: str, email: str, password: str) -> User:
     Raises EmailTaken when the email (compared case-insensitively) is registered.
     """
     email = normalize_email(email)
-    if User.objects.filter(email__iexact=email).exists():
+    if User.objects.filter(email=email).exists():
         raise EmailTaken()
     try:
         with transaction.atomic():
@@ -63,7 +63,7 @@ def session_login(*, email: str, password: str) -> LoginResult:
 
     Raises InvalidCredentials, taking the same time for an unknown email as for a wrong password.
     """
-    user = User.objects.select_related("org").filter(email__iexact=email.strip(), is_active=True).first()
+    user = User.objects.select_related("org").filter(email=normalize_email(email), is_active=True).first()
     if user is None:
         make_password(password)  # the same hashing work as a real check, so timing tells nothing
         raise InvalidCredentials()
@@ -107,7 +107,7 @@ def _mail_new_token(*, email: str, only_unverified: bool, purpose: str, lifetime
                     send: Callable[..., None]) -> None:
     """Issue and mail a token when the account qualifies, taking ENUMERATION_TIME_FLOOR either way."""
     started = time.monotonic()
-    users = User.objects.filter(email__iexact=email.strip(), is_active=True)
+    users = User.objects.filter(email=normalize_email(email), is_active=True)
     user = (users.filter(email_verified=False) if only_unverified else users).first()
     if user is not None:
         with transaction.atomic():

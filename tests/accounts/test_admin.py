@@ -47,3 +47,11 @@ def test_the_user_admin_lists_users(staff_client, owner):
     page = staff_client.get("/admin/accounts/user/")
     assert page.status_code == 200 and owner.email.encode() in page.content
     assert staff_client.get(f"/admin/accounts/user/{owner.pk}/change/").status_code == 200
+
+
+def test_an_email_entered_in_the_admin_is_stored_normalised(staff_client, org):
+    response = staff_client.post("/admin/accounts/user/add/", {
+        "email": "New.Person@Example.COM", "org": str(org.pk), "role": "user",
+        "password1": "a-strong-pass-123", "password2": "a-strong-pass-123"})
+    assert response.status_code == 302, response.content[:500]
+    assert User.objects.filter(email="new.person@example.com").exists()

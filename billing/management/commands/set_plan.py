@@ -4,7 +4,7 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.models import Organization, Role, User
+from accounts.models import Organization, Role, User, normalize_email
 from billing.plans import BILLING_INTERVALS, PLAN_NAMES
 from billing.services import plan_change
 
@@ -30,7 +30,7 @@ def _find_org(ref: str) -> Organization:
         return Organization.objects.get(pk=uuid.UUID(ref))
     except (ValueError, Organization.DoesNotExist):
         pass
-    owner = User.objects.select_related("org").filter(email__iexact=ref.strip(), role=Role.OWNER).first()
+    owner = User.objects.select_related("org").filter(email=normalize_email(ref), role=Role.OWNER).first()
     if owner is None:
         raise CommandError(f"No organization with id {ref!r} and no owner with that email.")
     return owner.org
