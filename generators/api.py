@@ -15,7 +15,7 @@ from generators import serializers as s
 from generators.models import Generator
 
 
-def _public_key(data: dict | None) -> services.PublicKeyInput | None:
+def _public_key(data: dict | None) -> services.SuppliedPublicKey | None:
     if not data:
         return None
     return services.decode_public_key(kid=data.get("kid"), algorithm=data["algorithm"], key_b64=data["key"])

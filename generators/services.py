@@ -18,13 +18,13 @@ from webhooks.events import event_emit
 
 
 @dataclass(frozen=True)
-class PublicKeyInput:
+class SuppliedPublicKey:
     kid: str
     algorithm: str
     key: bytes  # raw 1952-byte ML-DSA-65 public key
 
 
-def generator_register(*, org: Organization, name: str, public_key: PublicKeyInput | None,
+def generator_register(*, org: Organization, name: str, public_key: SuppliedPublicKey | None,
                        supported_formats: list[str] | None = None) -> Generator:
     """A new generator: client-managed with `public_key`, else server-managed with a fresh keypair.
 
@@ -55,7 +55,7 @@ def generator_revoke(*, generator: Generator) -> Generator:
     return generator
 
 
-def generator_rotate_key(*, generator: Generator, public_key: PublicKeyInput | None) -> GeneratorKey:
+def generator_rotate_key(*, generator: Generator, public_key: SuppliedPublicKey | None) -> GeneratorKey:
     """Retire the current key and make a new one current (addendum section 3).
 
     Server-managed generators get a fresh keypair (`public_key` must be None); client-managed ones
@@ -87,7 +87,7 @@ def generator_signing_seed(key: GeneratorKey) -> bytes:
                                associated_data=_sealing_context(key.generator_id, key.kid))
 
 
-def decode_public_key(*, kid: str | None, algorithm: str, key_b64: str) -> PublicKeyInput:
+def decode_public_key(*, kid: str | None, algorithm: str, key_b64: str) -> SuppliedPublicKey:
     """Validate a client-supplied public key (addendum 3: ml-dsa-65, base64 of exactly 1952 bytes)."""
     if algorithm != crypto.ALGORITHM:
         raise ValidationFailed(details={"algorithm": [f"Only {crypto.ALGORITHM} is supported."]})
@@ -97,10 +97,10 @@ def decode_public_key(*, kid: str | None, algorithm: str, key_b64: str) -> Publi
         raise ValidationFailed(details={"key": ["Not valid base64."]}) from None
     if not crypto.is_valid_public_key(raw):
         raise ValidationFailed(details={"key": [f"An ml-dsa-65 public key is {crypto.PUBLIC_KEY_BYTES} bytes."]})
-    return PublicKeyInput(kid=kid or crypto.key_id(raw), algorithm=algorithm, key=raw)
+    return SuppliedPublicKey(kid=kid or crypto.key_id(raw), algorithm=algorithm, key=raw)
 
 
-def _add_key(generator: Generator, public_key: PublicKeyInput | None) -> GeneratorKey:
+def _add_key(generator: Generator, public_key: SuppliedPublicKey | None) -> GeneratorKey:
     if public_key is not None:
         return GeneratorKey.objects.create(generator=generator, kid=public_key.kid, public_key=public_key.key)
     seed, raw_public = crypto.generate_keypair()

@@ -39,12 +39,12 @@ def make_generator(*, org: Organization, name: str = "gen", formats: list[str] |
 
 def make_client_generator(*, org: Organization, name: str = "client-gen"):
     """A client-managed generator; returns (generator, seed) so tests can sign as the client would."""
-    from generators.services import PublicKeyInput, generator_register
+    from generators.services import SuppliedPublicKey, generator_register
     from provenance import crypto
 
     seed, public = crypto.generate_keypair()
     generator = generator_register(org=org, name=name, supported_formats=None,
-                                   public_key=PublicKeyInput(kid=crypto.key_id(public), algorithm="ml-dsa-65",
+                                   public_key=SuppliedPublicKey(kid=crypto.key_id(public), algorithm="ml-dsa-65",
                                                              key=public))
     return generator, seed
 
