@@ -20,9 +20,10 @@ def redis_client():
     return _client_for(backend)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=64)
 def _client_for(backend: RedisCache):
-    # Keyed by backend object: tests that swap CACHES get a client for their own server.
+    # Keyed by backend object (Django keeps one per thread, and tests may swap CACHES): each gets
+    # a client on its own connection pool.
     return backend._cache.get_client(write=True)
 
 
