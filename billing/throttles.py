@@ -1,6 +1,7 @@
 """Rate limits: per organization by plan (session and key calls alike), and per client IP."""
 
 from django.conf import settings
+from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
 from billing.plans import get_plan
@@ -50,8 +51,15 @@ class IpThrottle(_WindowThrottle):
     scope = "ip"
 
     def allow_request(self, request, view) -> bool:
-        limit = getattr(settings, self.rate_setting)
-        return self._record(request, ratelimit.hit(f"{self.scope}:{client_ip(request)}", limit))
+        return self._record(request, self._hit(request, cost=1))
+
+    def charge(self, request, extra: int) -> None:
+        """Count `extra` more requests (a batch of N costs N); raise Throttled when that passes the limit."""
+        if extra > 0 and not self._record(request, self._hit(request, cost=extra)):
+            raise Throttled(wait=self.wait())
+
+    def _hit(self, request, cost: int) -> ratelimit.WindowState:
+        return ratelimit.hit(f"{self.scope}:{client_ip(request)}", getattr(settings, self.rate_setting), cost=cost)
 
 
 class VerifyIpThrottle(IpThrottle):

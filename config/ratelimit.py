@@ -30,31 +30,31 @@ class WindowState:
         return max(0, self.limit - self.count)
 
 
-def _incr_redis(client, key: str, ttl: int) -> int:
+def _incr_redis(client, key: str, ttl: int, cost: int) -> int:
     full_key = cache_key(key)
     pipe = client.pipeline(transaction=False)
-    pipe.incr(full_key)
+    pipe.incrby(full_key, cost)
     pipe.expire(full_key, ttl)
     count, _ = pipe.execute()
     return int(count)
 
 
-def _incr_generic(key: str, ttl: int) -> int:
-    if cache.add(key, 1, ttl):
-        return 1
+def _incr_generic(key: str, ttl: int, cost: int) -> int:
+    if cache.add(key, cost, ttl):
+        return cost
     try:
-        return cache.incr(key)
+        return cache.incr(key, cost)
     except ValueError:  # expired between add and incr
-        cache.add(key, 1, ttl)
-        return 1
+        cache.add(key, cost, ttl)
+        return cost
 
 
-def hit(subject: str, limit: int, window: int = WINDOW_SECONDS) -> WindowState:
-    """Count one request for `subject` in the current window and report the window's state."""
+def hit(subject: str, limit: int, window: int = WINDOW_SECONDS, cost: int = 1) -> WindowState:
+    """Count `cost` requests for `subject` in the current window and report the window's state."""
     now = time.time()
     window_start = int(now // window) * window
     key = f"rl:{subject}:{window_start}"
     ttl = window + 5
     client = redis_client()
-    count = _incr_redis(client, key, ttl) if client is not None else _incr_generic(key, ttl)
+    count = _incr_redis(client, key, ttl, cost) if client is not None else _incr_generic(key, ttl, cost)
     return WindowState(limit=limit, count=count, reset_in=max(1, math.ceil(window_start + window - now)))

@@ -47,5 +47,6 @@ class VerifyBatchView(PublicVerificationView):
                    tags=["verification"])
     def post(self, request):
         items = validated(s.VerifyBatchInput, request)["items"]
+        VerifyIpThrottle().charge(request, len(items) - 1)  # a batch of N counts as N verifications
         results = [content_verify(data=item["content"], token=item.get("token") or None) for item in items]
         return Response(s.VerificationOutput(results, many=True).data)

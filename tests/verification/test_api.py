@@ -180,3 +180,14 @@ def test_the_batch_answers_in_input_order(api_client, key_client, org, generator
 def test_bad_batches_are_400(api_client, body):
     response = api_client.post(f"{URL}/batch", body, format="json")
     assert response.status_code == 400 and response.json()["error"] == "validation_error"
+
+
+def test_a_batch_counts_as_many_verifications_as_it_has_items(api_client, settings):
+    settings.VERIFY_RATE_PER_MINUTE = 5
+    items = [{"content": base64.b64encode(b"x").decode()}] * 5
+    assert api_client.post(f"{URL}/batch", {"items": items}, format="json").status_code == 200
+    response = api_client.post(f"{URL}/batch", {"items": items[:1]}, format="json")
+    assert response.status_code == 429 and response.json()["error"] == "rate_limited"
+    settings.VERIFY_RATE_PER_MINUTE = 12
+    too_many = api_client.post(f"{URL}/batch", {"items": items + items}, format="json")
+    assert too_many.status_code == 429  # 6 + 1 + 10 > 12: refused before any item is verified
