@@ -175,3 +175,17 @@ def test_the_verify_email_page_does_not_burn_the_token_on_get(client, api_client
     assert client.get(f"/verify-email?token={token}").status_code == 200
     assert EmailToken.objects.get().used_at is None
     assert b"is verified" in client.post("/verify-email", {"token": token}).content
+
+
+def test_purge_expired_deletes_only_dead_tokens(api_client, owner):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+
+    api_client.post("/v1/auth/forgot-password", {"email": owner.email}, format="json")
+    live = EmailToken.objects.get()
+    dead = EmailToken.objects.create(user=owner, purpose="reset_password", digest="d" * 64,
+                                     expires_at=timezone.now() - timedelta(days=2))
+    call_command("purge_expired")
+    assert list(EmailToken.objects.values_list("pk", flat=True)) == [live.pk]
+    assert not EmailToken.objects.filter(pk=dead.pk).exists()
