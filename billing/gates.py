@@ -1,6 +1,4 @@
-"""Plan gates and the email-verified gate, as DRF permission classes and a function for services."""
-
-from rest_framework.permissions import BasePermission
+"""Plan gates and the email-verified gate, for services that gate mid-flow (a batch) or up front."""
 
 from accounts.models import Organization, Role, User
 from billing.plans import GATED_FEATURES, plan_allows
@@ -18,14 +16,3 @@ def require_feature(org: Organization, feature: str) -> None:
     if not owner_email_verified(org):
         raise EmailNotVerified()
 
-
-def RequiresFeature(feature: str) -> type[BasePermission]:
-    """Permission class: 402 plan_required / 403 email_not_verified for a gated feature."""
-
-    class _RequiresFeature(BasePermission):
-        def has_permission(self, request, view) -> bool:
-            require_feature(request.org, feature)
-            return True
-
-    _RequiresFeature.__name__ = f"RequiresFeature({feature})"
-    return _RequiresFeature

@@ -22,12 +22,17 @@ class Usage:
     period_end: datetime
 
 
+def signatures_used_this_month(org: Organization) -> int:
+    """Signatures the organization made in the current calendar month (UTC)."""
+    return (UsageCounter.objects.for_org(org).filter(period_start=period_start(timezone.now()))
+            .values_list("signatures_used", flat=True).first()) or 0
+
+
 def usage_for_org(org: Organization) -> Usage:
     """The organization's usage in the current calendar month (UTC)."""
     now = timezone.now()
     plan = get_plan(org.plan)
-    used = (UsageCounter.objects.for_org(org).filter(period_start=period_start(now))
-            .values_list("signatures_used", flat=True).first()) or 0
+    used = signatures_used_this_month(org)
     included = plan.included_signatures
     overage = max(0, used - included) if included is not None and not plan.blocks_at_limit else 0
     start, end = period_bounds(now)

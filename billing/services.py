@@ -10,6 +10,7 @@ from accounts.models import Organization
 from billing.models import UsageCounter
 from billing.periods import period_start
 from billing.plans import BILLING_INTERVALS, PLANS, get_plan, upgrade_url
+from billing.selectors import signatures_used_this_month
 from config.errors import SignatureLimitReached
 from webhooks.events import event_emit
 
@@ -54,8 +55,7 @@ def usage_consume(*, org: Organization, count: int) -> UsageAfter:
         _ensure_counter(org, period)
         used_after = _increment(org, period, count, cap)
     if used_after is None:
-        current = UsageCounter.objects.get(org=org, period_start=period).signatures_used
-        raise _limit_reached(plan, current)
+        raise _limit_reached(plan, signatures_used_this_month(org))
     usage = UsageAfter(used_before=used_after - count, used_after=used_after)
     _emit_quota_crossings(org, plan.included_signatures, usage)
     return usage
@@ -69,8 +69,7 @@ def usage_precheck(*, org: Organization, count: int) -> None:
     plan = get_plan(org.plan)
     if not plan.blocks_at_limit:
         return
-    used = (UsageCounter.objects.filter(org=org, period_start=period_start(timezone.now()))
-            .values_list("signatures_used", flat=True).first()) or 0
+    used = signatures_used_this_month(org)
     if used + count > plan.included_signatures:
         raise _limit_reached(plan, used)
 

@@ -132,10 +132,10 @@ class InviteInvalid(ApiError):
     status_code, code, message = 400, "invite_invalid", "This invite has expired or was already used."
 
 
-class TokenInvalid(ApiError):
+class TokenInvalid(ValidationFailed):
     """A single-use email token (verification, password reset) that is unknown, expired or used."""
 
-    status_code, code, message = 400, "validation_error", "The token is invalid, expired or already used."
+    message = "The token is invalid, expired or already used."
 
 
 def _validation_details(detail: Any) -> Any:

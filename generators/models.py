@@ -74,7 +74,3 @@ class GeneratorKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kid} of {self.generator_id}"
-
-    @property
-    def is_current(self) -> bool:
-        return self.retired_at is None

@@ -5,8 +5,8 @@ from rest_framework import serializers
 
 from generators.models import FORMATS
 from provenance import crypto
+from provenance.hashing import is_content_hash
 
-CONTENT_HASH_PATTERN = r"^sha3-256:[0-9a-f]{64}\Z"
 PHASH_PATTERN = r"^[0-9a-f]{16}\Z"
 MAX_BATCH_ITEMS = 50  # spec, Limits
 
@@ -33,6 +33,11 @@ class Base64SignatureField(serializers.Field):
         return raw
 
 
+def _content_hash_format(value: str) -> None:
+    if not is_content_hash(value):
+        raise serializers.ValidationError("Expected sha3-256: followed by 64 lowercase hex characters.")
+
+
 def _signed_text(max_length: int) -> serializers.CharField:
     # Signed strings are taken byte for byte: trimming would change what the signature covers.
     return serializers.CharField(max_length=max_length, trim_whitespace=False)
@@ -42,7 +47,7 @@ class RecordCreateInput(serializers.Serializer):
     watermark_id = _signed_text(128)
     generator_id = _signed_text(64)
     model = _signed_text(200)
-    content_hash = serializers.RegexField(CONTENT_HASH_PATTERN, max_length=73, trim_whitespace=False)
+    content_hash = serializers.CharField(max_length=73, trim_whitespace=False, validators=[_content_hash_format])
     signature = Base64SignatureField()
     signed_payload = serializers.DictField(child=serializers.JSONField())
     phash = serializers.RegexField(PHASH_PATTERN, required=False, allow_null=True, trim_whitespace=False)

@@ -14,7 +14,8 @@ from provenance import crypto
 from provenance.hashing import content_hash_of
 from provenance.models import Record
 from provenance.payload import signed_payload_bytes
-from provenance.tokens import InvalidToken, parse_token
+from provenance.selectors import record_id_from_token
+from provenance.tokens import InvalidToken
 from verification import selectors
 from webhooks.events import event_emit
 
@@ -26,11 +27,14 @@ class Verification:
     confidence: str = "none"
     token_source: str = "none"
     watermark_found: bool = False
-    record_found: bool = False
     signature_valid: bool = False
     record: Record | None = None
     reason: str | None = None
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def record_found(self) -> bool:
+        return self.record is not None
 
 
 def content_verify(*, data: bytes, token: str | None = None) -> Verification:
@@ -86,10 +90,8 @@ def _token(codec: Codec | None, data: bytes, provided: str | None) -> tuple[str 
 
 
 def _record_for_token(token: str, result: Verification) -> Record | None:
-    from config.keyring import token_mac_keys
-
     try:
-        record_id = parse_token(token, token_mac_keys())
+        record_id = record_id_from_token(token)
     except InvalidToken:
         result.problems.append("invalid_token")
         return None
@@ -112,9 +114,7 @@ def _record_for_phash(codec: Codec | None, data: bytes, result: Verification) ->
 
 def _check_record(result: Verification, codec: Codec | None, data: bytes) -> None:
     record = result.record
-    result.record_found = True
-    message = signed_payload_bytes(content_hash=record.content_hash, generator_id=str(record.generator_id),
-                                   model=record.model, watermark_id=record.watermark_id)
+    message = signed_payload_bytes(**record.signed_payload)
     # A revoked generator's signatures are all invalid (spec: States, Generator).
     result.signature_valid = not record.generator.is_revoked and crypto.verify(
         bytes(record.key.public_key), message, bytes(record.signature))
