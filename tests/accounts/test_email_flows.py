@@ -189,3 +189,24 @@ def test_purge_expired_deletes_only_dead_tokens(api_client, owner):
     call_command("purge_expired")
     assert list(EmailToken.objects.values_list("pk", flat=True)) == [live.pk]
     assert not EmailToken.objects.filter(pk=dead.pk).exists()
+
+
+def test_the_reset_page_explains_bad_input_and_keeps_the_password(client, owner):
+    client.post("/v1/auth/forgot-password", {"email": owner.email}, content_type="application/json")
+    token = _token_from_last_email("reset-password")
+    short = client.post("/reset-password", {"token": token, "password": "short", "password_confirm": "short"})
+    assert b"8 to 128 characters" in short.content
+    mismatch = client.post("/reset-password", {"token": token, "password": "long-enough-1",
+                                               "password_confirm": "long-enough-2"})
+    assert b"differ" in mismatch.content
+    unknown = client.post("/reset-password", {"token": "nope", "password": "long-enough-1",
+                                              "password_confirm": "long-enough-1"})
+    assert unknown.status_code == 200 and b"invalid, expired or already used" in unknown.content
+    owner.refresh_from_db()
+    assert owner.check_password(factories.PASSWORD)
+
+
+def test_the_verify_page_explains_a_bad_token(client):
+    response = client.post("/verify-email", {"token": "nope"})
+    assert response.status_code == 200 and b"invalid, expired or already used" in response.content
+    assert client.put("/verify-email").status_code == 405
