@@ -7,9 +7,7 @@ runs on every request without ever answering 429.
     .venv/bin/python bench/auth.py [--duration 10] [--connections 8] [--worker-class gthread|sync]
 """
 
-import os
 import sys
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -20,23 +18,12 @@ ORGS = 20
 
 def create_credentials(env: dict[str, str]) -> tuple[list[str], list[str]]:
     """One Scale-plan organization per credential pair: (API keys, session JWTs)."""
-    os.environ.update(env)
-    import django
-
-    django.setup()
-    from accounts.models import Organization
+    pairs = serve.scale_organizations(env, "bench-auth", ORGS)
     from accounts.services import api_key_create
     from accounts.services.auth import session_token_for
-    from tests.factories import make_user
 
-    run = uuid.uuid4().hex[:8]  # fresh rows each run; earlier runs' rows stay (a throwaway database)
-    keys, tokens = [], []
-    for index in range(ORGS):
-        org = Organization.objects.create(name=f"bench-auth-{run}-{index}", plan="scale")
-        user = make_user(org=org, email=f"bench-auth-{run}-{index}@example.com")
-        keys.append(api_key_create(org=org, created_by=user, name="bench").key)
-        tokens.append(session_token_for(user))
-    return keys, tokens
+    keys = [api_key_create(org=org, created_by=user, name="bench").key for org, user in pairs]
+    return keys, [session_token_for(user) for _, user in pairs]
 
 
 def main() -> None:
@@ -45,15 +32,13 @@ def main() -> None:
     keys, tokens = create_credentials(env)
 
     print(f"{serve.describe(args, env)}; {ORGS} Scale-plan organizations\n")
-    print("| credential | requests/s | p50 ms | p99 ms | non-2xx |")
-    print("|---|---|---|---|---|")
-    with serve.gunicorn(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads) as url:
-        for label, values in (("API key", keys), ("session JWT", tokens)):
-            lua = serve.rotating_lua("GET", "/v1/auth/me", [(f"Bearer {v}", None) for v in values])
-            serve.wrk(url, lua=lua, duration=2, connections=args.connections)  # warm-up
-            stats = serve.wrk(url, lua=lua, duration=args.duration, connections=args.connections)
-            print(f"| {label} | {stats['requests_per_second']:.0f} | {stats['p50_ms']:.2f} | {stats['p99_ms']:.2f} "
-                  f"| {stats['non_2xx']} |")
+    print("| credential | requests/s | p50 ms | p99 ms | non-2xx | every run, req/s |")
+    print("|---|---|---|---|---|---|")
+    for label, values in (("API key", keys), ("session JWT", tokens)):
+        lua = serve.rotating_lua("GET", "/v1/auth/me", [(f"Bearer {v}", None) for v in values])
+        stats = serve.measure(env, lua, args)
+        print(f"| {label} | {stats['requests_per_second']:.0f} | {stats['p50_ms']:.2f} | {stats['p99_ms']:.2f} "
+              f"| {stats['non_2xx']} | {stats['all_runs']} |")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,8 @@ generator and key), so rate limits run on every request without answering 429.
 """
 
 import json
-import os
 import sys
 import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -23,18 +21,11 @@ BATCH = 50
 
 def prepare(env: dict[str, str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Per organization: (Authorization, single-record body) and (Authorization, 50-record batch body)."""
-    os.environ.update(env)
-    import django
-
-    django.setup()
-    from accounts.models import Organization
+    pairs = serve.scale_organizations(env, "bench-records", ORGS)
     from tests import factories
 
-    run = uuid.uuid4().hex[:8]  # fresh rows each run; earlier runs' rows stay (a throwaway database)
     singles, batches = [], []
-    for index in range(ORGS):
-        org = Organization.objects.create(name=f"bench-records-{run}-{index}", plan="scale")
-        factories.make_user(org=org, email=f"bench-records-{run}-{index}@example.com")
+    for index, (org, _) in enumerate(pairs):
         generator, seed = factories.make_client_generator(org=org)
         auth = f"Bearer {factories.make_api_key(org=org)}"
         items = [factories.record_body(generator=generator, seed=seed, content=f"{index}-{i}".encode(),
@@ -96,16 +87,14 @@ def main() -> None:
     singles, batches = prepare(env)
 
     print(f"{serve.describe(args, env)}; {ORGS} Scale-plan organizations\n")
-    print("| request | requests/s | records/s | p50 ms | p99 ms | non-2xx |")
-    print("|---|---|---|---|---|---|")
-    with serve.gunicorn(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads) as url:
-        for label, path, requests, per_request in (("single", "/v1/records", singles, 1),
-                                                  (f"batch of {BATCH}", "/v1/records/batch", batches, BATCH)):
-            lua = serve.rotating_lua("POST", path, requests)
-            serve.wrk(url, lua=lua, duration=2, connections=args.connections)  # warm-up
-            stats = serve.wrk(url, lua=lua, duration=args.duration, connections=args.connections)
-            print(f"| {label} | {stats['requests_per_second']:.0f} | {stats['requests_per_second'] * per_request:.0f} "
-                  f"| {stats['p50_ms']:.2f} | {stats['p99_ms']:.2f} | {stats['non_2xx']} |")
+    print("| request | requests/s | records/s | p50 ms | p99 ms | non-2xx | every run, req/s |")
+    print("|---|---|---|---|---|---|---|")
+    for label, path, requests, per_request in (("single", "/v1/records", singles, 1),
+                                              (f"batch of {BATCH}", "/v1/records/batch", batches, BATCH)):
+        lua = serve.rotating_lua("POST", path, requests)
+        stats = serve.measure(env, lua, args)
+        print(f"| {label} | {stats['requests_per_second']:.0f} | {stats['requests_per_second'] * per_request:.0f} "
+              f"| {stats['p50_ms']:.2f} | {stats['p99_ms']:.2f} | {stats['non_2xx']} | {stats['all_runs']} |")
 
     split = time_split(singles)
     print("\nOne POST /v1/records in process (Django test client, same database and cache):\n")
