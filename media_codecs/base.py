@@ -1,16 +1,63 @@
-"""The interface every format implements: bytes in, bytes out, no I/O, deterministic."""
+"""The interface every format implements: bytes in, bytes out, no I/O, deterministic.
+
+A file is parsed once per request into a `Media` (as mutagen's `FileType.load` and Pillow's
+`ImageFile` do): the codec's container structure, checked against the structural and size
+limits before anything decodes it, plus a cache for what is expensive to compute twice (the
+decoded pixels). Every codec method takes that `Media`; for one-off calls (tests, scripts)
+they also accept raw bytes and parse them on the spot.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+from media_codecs.errors import CodecError
+
+T = TypeVar("T")
+
+
+class Media:
+    """One file, parsed once: the codec that reads it, its bytes and its container structure."""
+
+    __slots__ = ("_cache", "codec", "container", "data")
+
+    def __init__(self, codec: Codec, data: bytes, container: Any):
+        self.codec = codec
+        self.data = data
+        self.container = container
+        self._cache: dict[str, Any] = {}
+
+    @property
+    def family(self) -> str:
+        return self.codec.family
+
+    def cached(self, name: str, compute: Callable[[], T]) -> T:
+        """`compute()` once per Media; a CodecError it raises is remembered and raised again."""
+        if name not in self._cache:
+            try:
+                self._cache[name] = compute()
+            except CodecError as error:
+                self._cache[name] = error
+        value = self._cache[name]
+        if isinstance(value, CodecError):
+            raise value
+        return value
+
+    def forget(self, name: str) -> None:
+        """Drop a cached value (large decoded pixels) once no step needs it."""
+        self._cache.pop(name, None)
+
+    def __repr__(self) -> str:
+        return f"<Media {self.codec.format} {len(self.data)} bytes>"
 
 
 class Codec(ABC):
     """One container format. Instances are stateless and shared through the registry.
 
-    Every method takes the whole file as bytes and raises only `CodecError` subclasses
-    (`UnsupportedFormat`, `CorruptMedia`, `MediaTooLarge`) for bad input.
+    Every method raises only `CodecError` subclasses (`UnsupportedFormat`, `CorruptMedia`,
+    `MediaTooLarge`) for bad input.
     """
 
     format: ClassVar[str]
@@ -24,32 +71,54 @@ class Codec(ABC):
         """Whether the first bytes of a file (up to 64) look like this format. Never raises."""
 
     @abstractmethod
-    def embed_token(self, data: bytes, token: str) -> bytes:
-        """Return `data` carrying `token`, replacing any token of ours; other metadata is kept."""
+    def parse(self, data: bytes) -> Any:
+        """Return the container structure of `data`.
+
+        Raises UnsupportedFormat, CorruptMedia, and MediaTooLarge when the structure or the
+        declared size passes the documented limits: all before any decoding.
+        """
+
+    def open(self, data: bytes) -> Media:
+        """Parse `data` once into a Media every other method accepts."""
+        return Media(self, data, self.parse(data))
+
+    def media(self, content: bytes | Media) -> Media:
+        """`content` as a Media of this codec: parsed now when given bytes."""
+        if isinstance(content, Media):
+            return content
+        return self.open(bytes(content))
+
+    def pixel_count(self, content: bytes | Media) -> int:
+        """Pixels that decoding the content would produce (0 where nothing is decoded)."""
+        return 0
 
     @abstractmethod
-    def extract_token(self, data: bytes) -> str | None:
-        """Return the token carried by `data`, or None when it carries none."""
+    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+        """Return the content carrying `token`, replacing any token of ours; other metadata is kept."""
 
     @abstractmethod
-    def strip_token(self, data: bytes) -> bytes:
-        """Return the bytes `content_hash` covers: `data` with our token container removed."""
+    def extract_token(self, content: bytes | Media) -> str | None:
+        """Return the token carried by the content, or None when it carries none."""
 
     @abstractmethod
-    def embed_watermark(self, data: bytes, mark_id: int) -> bytes:
-        """Return `data` re-encoded in the same format with `mark_id` in its content."""
+    def strip_token(self, content: bytes | Media) -> bytes:
+        """Return the bytes `content_hash` covers: the content with our token container removed."""
 
     @abstractmethod
-    def extract_watermark(self, data: bytes) -> int | None:
+    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
+        """Return the content re-encoded in the same format with `mark_id` in it."""
+
+    @abstractmethod
+    def extract_watermark(self, content: bytes | Media) -> int | None:
         """Return the mark id found in the content, or None (never a wrong id)."""
 
     @abstractmethod
-    def perceptual_hash(self, data: bytes) -> str | None:
+    def perceptual_hash(self, content: bytes | Media) -> str | None:
         """Return a 16-hex-digit perceptual hash, or None where the format has none."""
 
-    @abstractmethod
-    def check_limits(self, data: bytes) -> None:
-        """Raise `MediaTooLarge` when the header declares more than we agree to decode."""
+    def check_limits(self, content: bytes | Media) -> None:
+        """Raise `MediaTooLarge` when the content passes a limit; parsing checks them all."""
+        self.media(content)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.format}>"

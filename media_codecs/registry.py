@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from media_codecs.base import Codec
+from media_codecs.base import Codec, Media
 from media_codecs.errors import UnsupportedFormat
 
 SNIFF_BYTES = 64
@@ -75,12 +75,10 @@ def get_codec(format: str) -> Codec:
         raise UnsupportedFormat(f"no codec for format {format!r}") from None
 
 
-def codec_for_data(data: bytes) -> Codec:
-    """Detect the codec for `data` and check its size limits before anything decodes it.
+def open_media(data: bytes) -> Media:
+    """Detect the format of `data` and parse it once, checking every limit before anything decodes it.
 
     Raises UnsupportedFormat for unknown content, MediaTooLarge over the limits, and
-    CorruptMedia when the header cannot be read.
+    CorruptMedia when the container cannot be read.
     """
-    codec = detect(data)
-    codec.check_limits(data)
-    return codec
+    return detect(data).open(data)

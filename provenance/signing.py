@@ -2,6 +2,8 @@
 
 import secrets
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from accounts.models import Organization
@@ -9,7 +11,7 @@ from billing.services import usage_precheck
 from config.errors import FormatNotSupported, GeneratorClientManaged, PayloadTooLarge, ValidationFailed
 from generators.selectors import generator_for_signing
 from generators.services import generator_signing_seed
-from media_codecs import Codec, CodecError, MediaTooLarge, codec_for_data
+from media_codecs import Codec, CodecError, CorruptMedia, Media, MediaTooLarge, detect
 from provenance import crypto
 from provenance.hashing import content_hash_of
 from provenance.models import Record
@@ -37,16 +39,17 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     key = generator_for_signing(org=org, generator_id=generator_id)
     if not key.generator.is_server_managed:
         raise GeneratorClientManaged()
-    codec = _codec_for(data, declared_family, key.generator.supported_formats)
+    media = _media_for(data, declared_family, key.generator.supported_formats)
+    codec = media.codec
     usage_precheck(org=org, count=1)
     record_id, mark_id = uuid.uuid4(), secrets.randbits(64)
     token = record_token(record_id)
-    try:
-        signed = codec.embed_token(codec.embed_watermark(data, mark_id), token)
+    with _codec_errors(codec):
+        marked = codec.open(codec.embed_watermark(media, mark_id))
+        del media  # the input's decoded pixels are not needed again: free them before decoding the output
+        signed = codec.open(codec.embed_token(marked, token))
         content_hash = content_hash_of(codec.strip_token(signed))
         phash = codec.perceptual_hash(signed)
-    except CodecError as error:
-        raise FormatNotSupported(f"This {codec.format} file cannot be signed: {error}") from None
     watermark_id = f"{mark_id:016x}"
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)
@@ -54,18 +57,31 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     record = record_create(org=org, draft=RecordDraft(
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
         phash=phash, format=codec.family, record_id=record_id))
-    return SignedContent(data=signed, record=record, token=token, codec=codec)
+    return SignedContent(data=signed.data, record=record, token=token, codec=codec)
 
 
-def _codec_for(data: bytes, declared_family: str | None, supported: list[str]) -> Codec:
+@contextmanager
+def _codec_errors(codec: Codec) -> Iterator[None]:
+    """Codec errors as API errors: over a limit 413, malformed 400 validation_error, else format_not_supported."""
     try:
-        codec = codec_for_data(data)
+        yield
     except MediaTooLarge as error:
-        raise PayloadTooLarge(str(error)) from None
+        raise PayloadTooLarge(f"The content is over the signing limits: {error}") from None
+    except CorruptMedia as error:
+        raise ValidationFailed(details={"content": [f"The {codec.format} file is malformed: {error}"]}) from None
+    except CodecError as error:
+        raise FormatNotSupported(f"This {codec.format} file cannot be signed: {error}") from None
+
+
+def _media_for(data: bytes, declared_family: str | None, supported: list[str]) -> Media:
+    try:
+        codec = detect(data)
     except CodecError:
         raise FormatNotSupported("The content is not in a format the service can sign.") from None
+    with _codec_errors(codec):
+        media = codec.open(data)
     if declared_family and declared_family != codec.family:
         raise ValidationFailed(details={"format": [f"The content is {codec.family}, not {declared_family}."]})
     if codec.family not in supported:
         raise FormatNotSupported(f"This generator does not sign {codec.family} content.")
-    return codec
+    return media

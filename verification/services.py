@@ -1,7 +1,9 @@
 """Verifying content against the stored records (spec: Verification; addendum section 5).
 
 Resolution order: an explicit token, the token in the content's metadata, the watermark, then the
-perceptual-hash lookup. Problems are reported in the result (`reason`), never as errors.
+perceptual-hash lookup. Problems are reported in the result (`reason`), never as errors; only content
+over the limits (pixels, container structure, the batch budget) is refused, before anything is decoded.
+Each file is parsed once (`open_media`) and decoded at most once; every step shares that parse.
 """
 
 from dataclasses import dataclass, field
@@ -9,7 +11,8 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from audit.services import audit_write
-from media_codecs import Codec, CodecError, codec_for_data
+from config.errors import PayloadTooLarge
+from media_codecs import CodecError, Media, MediaTooLarge, open_media
 from provenance import crypto
 from provenance.hashing import content_hash_of
 from provenance.models import Record
@@ -18,6 +21,12 @@ from provenance.selectors import record_id_from_token
 from provenance.tokens import InvalidToken
 from verification import selectors
 from webhooks.events import event_emit
+
+# One budget for a whole /v1/verify/batch request, checked from the headers before any item is decoded:
+# decoding time and memory grow with pixels, so a batch may hold two images of the single-upload pixel
+# limit, or many smaller ones, but not fifty of the largest.
+BATCH_MAX_PIXELS = 100_000_000
+BATCH_MAX_BYTES = 25 * 1024 * 1024
 
 
 @dataclass
@@ -37,13 +46,48 @@ class Verification:
         return self.record is not None
 
 
+def content_open(data: bytes) -> Media | None:
+    """Parse content for verification once; None when no codec reads it (reported as no provenance).
+
+    Raises PayloadTooLarge when the content passes a limit (pixels, segments, chunks, scans).
+    """
+    try:
+        return open_media(data)
+    except MediaTooLarge as error:
+        raise PayloadTooLarge(f"The content is over the verification limits: {error}") from None
+    except CodecError:
+        return None
+
+
 def content_verify(*, data: bytes, token: str | None = None) -> Verification:
-    """Verify one piece of content (any format /v1/sign produces). Never raises for bad content."""
+    """Verify one piece of content (any format /v1/sign produces). Raises PayloadTooLarge only."""
+    return _verify(data, content_open(data), token)
+
+
+def contents_verify(*, items: list[tuple[bytes, str | None]]) -> list[Verification]:
+    """Verify a batch of (content, token) pairs in order, within one budget for the whole request.
+
+    Every item is parsed and the budget (BATCH_MAX_BYTES, BATCH_MAX_PIXELS) checked before any
+    is decoded. Raises PayloadTooLarge.
+    """
+    opened = [content_open(data) for data, _ in items]
+    total_bytes = sum(len(data) for data, _ in items)
+    total_pixels = sum(media.codec.pixel_count(media) for media in opened if media is not None)
+    if total_bytes > BATCH_MAX_BYTES or total_pixels > BATCH_MAX_PIXELS:
+        raise PayloadTooLarge(f"A verification batch is limited to {BATCH_MAX_BYTES // (1024 * 1024)} MB and "
+                              f"{BATCH_MAX_PIXELS // 1_000_000} megapixels in all; send large files one by one.")
+    results = []
+    for index, (data, token) in enumerate(items):
+        media, opened[index] = opened[index], None  # the decoded pixels go with the item
+        results.append(_verify(data, media, token))
+    return results
+
+
+def _verify(data: bytes, media: Media | None, token: str | None) -> Verification:
     result = Verification()
-    codec = _codec_or_none(data)
-    mark_id = _watermark(codec, data)
+    mark_id = _watermark(media)
     result.watermark_found = mark_id is not None
-    token, result.token_source = _token(codec, data, token)
+    token, result.token_source = _token(media, token)
     if token is not None:
         result.record = _record_for_token(token, result)
     elif mark_id is not None:
@@ -52,41 +96,34 @@ def content_verify(*, data: bytes, token: str | None = None) -> Verification:
         if result.record is None:
             result.problems.append("record_not_found")
     else:
-        result.record = _record_for_phash(codec, data, result)
+        result.record = _record_for_phash(media, result)
     if result.record is not None:
-        _check_record(result, codec, data)
+        _check_record(result, media, data)
     _conclude(result)
     if result.record is not None:
         _announce(result)
     return result
 
 
-def _codec_or_none(data: bytes) -> Codec | None:
+def _watermark(media: Media | None) -> int | None:
+    if media is None:
+        return None
     try:
-        return codec_for_data(data)
+        return media.codec.extract_watermark(media)
     except CodecError:
         return None
 
 
-def _watermark(codec: Codec | None, data: bytes) -> int | None:
-    if codec is None:
-        return None
-    try:
-        return codec.extract_watermark(data)
-    except CodecError:
-        return None
-
-
-def _token(codec: Codec | None, data: bytes, provided: str | None) -> tuple[str | None, str]:
+def _token(media: Media | None, provided: str | None) -> tuple[str | None, str]:
     if provided:
         return provided, "provided"
-    if codec is None:
+    if media is None:
         return None, "none"
     try:
-        embedded = codec.extract_token(data)
+        embedded = media.codec.extract_token(media)
     except CodecError:
         embedded = None
-    return (embedded, codec.token_source) if embedded else (None, "none")
+    return (embedded, media.codec.token_source) if embedded else (None, "none")
 
 
 def _record_for_token(token: str, result: Verification) -> Record | None:
@@ -101,9 +138,9 @@ def _record_for_token(token: str, result: Verification) -> Record | None:
     return record
 
 
-def _record_for_phash(codec: Codec | None, data: bytes, result: Verification) -> Record | None:
+def _record_for_phash(media: Media | None, result: Verification) -> Record | None:
     try:
-        phash = codec.perceptual_hash(data) if codec else None
+        phash = media.codec.perceptual_hash(media) if media else None
     except CodecError:
         phash = None
     record = selectors.record_for_phash(phash) if phash else None
@@ -112,7 +149,7 @@ def _record_for_phash(codec: Codec | None, data: bytes, result: Verification) ->
     return record
 
 
-def _check_record(result: Verification, codec: Codec | None, data: bytes) -> None:
+def _check_record(result: Verification, media: Media | None, data: bytes) -> None:
     record = result.record
     message = signed_payload_bytes(**record.signed_payload)
     # A revoked generator's signatures are all invalid (spec: States, Generator).
@@ -120,14 +157,14 @@ def _check_record(result: Verification, codec: Codec | None, data: bytes) -> Non
         bytes(record.key.public_key), message, bytes(record.signature))
     if not result.signature_valid:
         result.problems.append("signature_invalid")
-    result.tampered = _content_hash(codec, data) != record.content_hash
+    result.tampered = _content_hash(media, data) != record.content_hash
     if result.tampered:
         result.problems.append("content_tampered")
 
 
-def _content_hash(codec: Codec | None, data: bytes) -> str:
+def _content_hash(media: Media | None, data: bytes) -> str:
     try:
-        return content_hash_of(codec.strip_token(data) if codec else data)
+        return content_hash_of(media.codec.strip_token(media) if media else data)
     except CodecError:
         return content_hash_of(data)
 

@@ -3,9 +3,8 @@
 The watermark works on luminance only: Y of BT.601 full range, the definition Pillow's
 "YCbCr" mode uses (Y = 0.299 R + 0.587 G + 0.114 B). With Cb and Cr held fixed, a change
 dY of Y is the same change dY of R, G and B (the inverse transform adds Y to every
-channel), so we add the watermark's dY to each colour channel in floating point and round
-once, instead of a lossy round trip through Pillow's 8-bit YCbCr planes. Alpha is never
-touched.
+channel), so we add the watermark's dY to each colour channel and round once, instead of a
+lossy round trip through Pillow's 8-bit YCbCr planes. Alpha is never touched.
 """
 
 from __future__ import annotations
@@ -89,22 +88,28 @@ def decode_first_frame(data: bytes, expected_format: str) -> Image.Image:
     image = open_image(data, expected_format)
     with decoder_errors():
         image.load()
+    image.fp = None  # Pillow keeps the file object of a caller's buffer: let the encoded bytes go
     return image
 
 
-def decode_still(data: bytes, expected_format: str) -> Image.Image:
-    """Decode the single frame of a still image, for re-encoding it.
+def decode_with_opencv(data: bytes) -> Image.Image:
+    """Decode a still with OpenCV (for WebP: the same libwebp pixels as Pillow).
 
-    Raises UnsupportedFormat for animations, MediaTooLarge, CorruptMedia.
+    Pillow reads WebP through libwebp's animation decoder, which keeps two canvases besides the
+    image (about 16 bytes a pixel in all); OpenCV decodes straight into one array, which the
+    returned image shares. Raises CorruptMedia when the data does not decode.
     """
-    image = open_image(data, expected_format)
-    with decoder_errors():
-        frame_count = getattr(image, "n_frames", 1)
-    if frame_count > 1:
-        raise UnsupportedFormat("animated or multi-picture images cannot be watermarked")
-    with decoder_errors():
-        image.load()
-    return image
+    import cv2
+
+    try:
+        array = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
+    except cv2.error as error:
+        raise CorruptMedia(f"the image cannot be decoded: {error}") from None
+    if array is None or array.ndim != 3 or array.shape[2] not in (3, 4):
+        raise CorruptMedia("the image cannot be decoded")
+    mode = "RGBA" if array.shape[2] == 4 else "RGB"
+    cv2.cvtColor(array, cv2.COLOR_BGRA2RGBA if mode == "RGBA" else cv2.COLOR_BGR2RGB, dst=array)
+    return Image.fromarray(array, mode)
 
 
 def require_watermarkable_mode(image: Image.Image) -> None:
@@ -117,49 +122,68 @@ def require_watermarkable_mode(image: Image.Image) -> None:
 
 def luminance(image: Image.Image) -> np.ndarray:
     """The BT.601 full-range luminance of an RGB(A) or L(A) image, float32 HxW in 0..255."""
-    pixels = np.asarray(image, dtype=np.float32)
-    if image.mode in ("L", "LA"):
-        return pixels if pixels.ndim == 2 else pixels[..., 0]
-    return pixels[..., :3] @ _BT601_LUMA
+    return _luminance_of(np.asarray(image))
 
 
-def with_luminance(image: Image.Image, original_y: np.ndarray, marked_y: np.ndarray) -> Image.Image:
-    """Return a copy of `image` whose luminance moved from `original_y` to `marked_y`.
-
-    The same mode as the input; alpha bytes are copied unchanged.
-    """
-    pixels = np.asarray(image).copy()
-    delta = (marked_y - original_y).astype(np.float32)
-    if pixels.ndim == 2:
-        pixels = _shifted(pixels, delta)
-    else:
-        colour_channels = 1 if image.mode == "LA" else 3
-        colour = pixels[..., :colour_channels]
-        pixels[..., :colour_channels] = _shifted(colour, delta[..., None])
-    return _from_array(pixels, image.mode)
+def _luminance_of(pixels: np.ndarray) -> np.ndarray:
+    # Summed channel by channel: a float32 copy of all three channels at once would take three
+    # times the memory of the result. Two channels (LA) or one (L) are greyscale.
+    if pixels.ndim == 2 or pixels.shape[2] <= 2:
+        return (pixels if pixels.ndim == 2 else pixels[..., 0]).astype(np.float32)
+    y = pixels[..., 0] * _BT601_LUMA[0]  # uint8 times a float32 scalar is float32
+    y += pixels[..., 1] * _BT601_LUMA[1]
+    y += pixels[..., 2] * _BT601_LUMA[2]
+    return y
 
 
 def watermark_image(image: Image.Image, mark_id: int) -> Image.Image:
-    """Return `image` with `mark_id` embedded in its luminance.
+    """Return a copy of `image` with `mark_id` embedded in its luminance; alpha is never touched.
 
-    Raises UnsupportedFormat for an unsupported mode or an image the watermark cannot
-    carry (too small).
+    With Cb and Cr held fixed, a change dY of Y is the same change of R, G and B, so each band
+    of the mark is rounded once, added to a uint8 copy of those rows and pasted into the result:
+    the memory is the result plus one band. Raises UnsupportedFormat for an unsupported
+    mode or an image the watermark cannot carry (too small).
     """
     from media_codecs.image import watermark
 
     require_watermarkable_mode(image)
-    y = luminance(image)
+    width, height = image.size
+    colour_channels = 1 if image.mode in ("L", "LA") else 3
+
+    def rows_of(first: int, last: int) -> np.ndarray:
+        return np.array(image.crop((0, first, width, last)))  # a writable uint8 copy of those rows
+
+    marked = Image.new(image.mode, image.size)
     try:
-        marked_y = watermark.embed_luma(y, mark_id)
+        for top, delta in watermark.embed_bands(lambda first, last: _luminance_of(rows_of(first, last)),
+                                                (height, width), mark_id):
+            rows = rows_of(top, top + len(delta))
+            _add_in_place(rows, np.rint(delta).astype(np.int16), colour_channels)
+            marked.paste(_from_array(rows, image.mode), (0, top))
     except watermark.WatermarkError as error:
         raise UnsupportedFormat(f"the image cannot carry a watermark: {error}") from None
-    return with_luminance(image, y, marked_y)
+    return marked
+
+
+def _add_in_place(rows: np.ndarray, step: np.ndarray, colour_channels: int) -> None:
+    # Integer pixels plus a rounded delta is the rounded sum; int16 arithmetic is about 5x cheaper
+    # than float32 on a 12-megapixel image (0.1 s against 0.5 s here).
+    if rows.ndim == 2:
+        rows[:] = np.clip(rows.astype(np.int16) + step, 0, 255)
+        return
+    for channel in range(colour_channels):
+        rows[..., channel] = np.clip(rows[..., channel].astype(np.int16) + step, 0, 255)
 
 
 def read_watermark(image: Image.Image) -> int | None:
-    """Return the mark id in `image`'s luminance, or None when none is found."""
+    """Return the mark id in `image`'s luminance, or None when none is found.
+
+    Only the centred window the reader looks at is converted to floating point, so the memory a
+    read takes does not grow with the image (a 50 MP RGB image would need 600 MB as float32).
+    """
     from media_codecs.image import watermark
 
+    image = _centre_crop(image, watermark.READ_WINDOW)
     if image.mode not in WATERMARK_MODES:
         # Reading is more forgiving than writing: any mode Pillow can convert is read.
         with decoder_errors():
@@ -170,11 +194,14 @@ def read_watermark(image: Image.Image) -> int | None:
         return None
 
 
-def _shifted(channels: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    # Integer pixels plus a rounded delta is the rounded sum; int16 arithmetic is about 5x cheaper
-    # than float32 on a 12-megapixel image (0.1 s against 0.5 s here).
-    step = np.rint(delta).astype(np.int16)
-    return np.clip(channels.astype(np.int16) + step, 0, 255).astype(np.uint8)
+def _centre_crop(image: Image.Image, size: int) -> Image.Image:
+    # The same offsets as the reader's own centred window, so cropping first changes nothing.
+    width, height = image.size
+    if width <= size and height <= size:
+        return image
+    left, top = max(0, (width - size) // 2), max(0, (height - size) // 2)
+    with decoder_errors():
+        return image.crop((left, top, left + min(size, width), top + min(size, height)))
 
 
 def _from_array(pixels: np.ndarray, mode: str) -> Image.Image:

@@ -3,6 +3,10 @@
 Container surgery works on the chunk list (PNG spec, 3rd ed., section 5.3): each chunk is
 kept as the exact bytes read, and only the XMP chunk is added, replaced or dropped, so token
 operations never touch image data. New chunks get a correct CRC-32 over type and data.
+
+Limits, checked while parsing and before any decoding: at most MAX_CHUNKS chunks (libpng writes
+8 KB IDAT chunks, so a 50 MB file has about 6,400; we allow ten times that) and exactly one
+IHDR, first. Pillow decodes a rebuilt file holding only IHDR, PLTE, tRNS, one IDAT and IEND.
 """
 
 from __future__ import annotations
@@ -11,17 +15,21 @@ import io
 import zlib
 from dataclasses import dataclass
 
+from PIL import Image
+
 from media_codecs import xmp
-from media_codecs.base import Codec
+from media_codecs.base import Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import pixels
-from media_codecs.image.phash import phash_hex
+from media_codecs.image.base import ImageCodec
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # XMP Specification Part 3, 1.1.5: iTXt, this keyword, and the packet as the text.
 XMP_KEYWORD = b"XML:com.adobe.xmp"
 _MAX_CHUNK_LENGTH = 2**31 - 1  # PNG 5.3: lengths above this are invalid
 _MAX_XMP_BYTES = 16 * 1024 * 1024  # bound on inflating a compressed XMP chunk
+MAX_CHUNKS = 65_536
+_DECODER_CHUNKS = (b"IHDR", b"PLTE", b"tRNS")  # all Pillow needs besides the image data
 # Ancillary chunks whose meaning survives a change of pixel values with the same
 # colour type and bit depth; unknown ones are kept only when marked safe to copy.
 _KEPT_ANCILLARY = frozenset(
@@ -54,30 +62,38 @@ _WATERMARK_COLOUR_TYPES = {0: "greyscale", 2: "truecolour", 4: "greyscale with a
 @dataclass(frozen=True)
 class Chunk:
     type: bytes
-    data: bytes
-    raw: bytes  # length, type, data and CRC as read
+    raw: bytes | memoryview  # length, type, data and CRC as read
+
+    @property
+    def data(self) -> bytes:
+        return bytes(self.raw[8:-4])
 
     @property
     def is_xmp(self) -> bool:
-        return self.type == b"iTXt" and self.data.startswith(XMP_KEYWORD + b"\x00")
+        return self.type == b"iTXt" and self.raw[8 : 8 + len(XMP_KEYWORD) + 1] == XMP_KEYWORD + b"\x00"
 
 
 def make_chunk(chunk_type: bytes, data: bytes) -> Chunk:
     """Build a chunk with its CRC-32 over type and data (PNG 5.3)."""
     crc = zlib.crc32(chunk_type + data).to_bytes(4, "big")
-    return Chunk(chunk_type, data, len(data).to_bytes(4, "big") + chunk_type + data + crc)
+    return Chunk(chunk_type, len(data).to_bytes(4, "big") + chunk_type + data + crc)
 
 
-def parse_chunks(data: bytes) -> tuple[list[Chunk], bytes]:
+def parse_chunks(data: bytes) -> tuple[list[Chunk], memoryview]:
     """Split a PNG into its chunks, IHDR to IEND, and any bytes after IEND.
 
-    Raises UnsupportedFormat when `data` is not a PNG, CorruptMedia when truncated.
+    Raises UnsupportedFormat when `data` is not a PNG, CorruptMedia when truncated or when IHDR
+    is missing or repeated, MediaTooLarge past MAX_CHUNKS.
     """
     if not data.startswith(SIGNATURE):
         raise UnsupportedFormat("not a PNG file")
+    view = memoryview(data)
     chunks: list[Chunk] = []
     position = len(SIGNATURE)
-    while not chunks or chunks[-1].type != b"IEND":
+    chunk_type = b""
+    while chunk_type != b"IEND":
+        if len(chunks) >= MAX_CHUNKS:
+            raise MediaTooLarge(f"the PNG has more than {MAX_CHUNKS} chunks")
         if position + 12 > len(data):
             raise CorruptMedia("the PNG is truncated before its IEND chunk")
         length = int.from_bytes(data[position : position + 4], "big")
@@ -85,22 +101,24 @@ def parse_chunks(data: bytes) -> tuple[list[Chunk], bytes]:
         if length > _MAX_CHUNK_LENGTH or end > len(data):
             raise CorruptMedia("a PNG chunk runs past the end of the file")
         chunk_type = data[position + 4 : position + 8]
-        chunks.append(Chunk(chunk_type, data[position + 8 : end - 4], data[position:end]))
+        if chunk_type == b"IHDR" and chunks:
+            raise CorruptMedia("the PNG has a second IHDR chunk")
+        chunks.append(Chunk(chunk_type, view[position:end]))
         position = end
-    if chunks[0].type != b"IHDR" or len(chunks[0].data) != 13:
+    if chunks[0].type != b"IHDR" or len(chunks[0].raw) != 25:
         raise CorruptMedia("the PNG does not start with a valid IHDR chunk")
-    return chunks, data[position:]
+    return chunks, view[position:]
 
 
-def assemble(chunks: list[Chunk], trailer: bytes = b"") -> bytes:
+def assemble(chunks: list[Chunk], trailer: bytes | memoryview = b"") -> bytes:
     """Join chunks (and the bytes that followed IEND) back into a file."""
     return SIGNATURE + b"".join(chunk.raw for chunk in chunks) + trailer
 
 
 def image_size(chunks: list[Chunk]) -> tuple[int, int]:
     """Width and height from IHDR."""
-    header = chunks[0].data
-    return int.from_bytes(header[0:4], "big"), int.from_bytes(header[4:8], "big")
+    header = chunks[0].raw
+    return int.from_bytes(header[8:12], "big"), int.from_bytes(header[12:16], "big")
 
 
 def xmp_packet(chunk: Chunk) -> bytes:
@@ -108,10 +126,11 @@ def xmp_packet(chunk: Chunk) -> bytes:
 
     Raises CorruptMedia for a bad CRC or layout, MediaTooLarge for an oversized packet.
     """
-    if zlib.crc32(chunk.type + chunk.data).to_bytes(4, "big") != chunk.raw[-4:]:
+    data = chunk.data
+    if zlib.crc32(chunk.type + data).to_bytes(4, "big") != chunk.raw[-4:]:
         raise CorruptMedia("the PNG XMP chunk fails its CRC check")
     # iTXt (PNG 11.3.3.4): keyword NUL, compression flag, method, language NUL, translated keyword NUL.
-    fields = chunk.data[len(XMP_KEYWORD) + 1 :]
+    fields = data[len(XMP_KEYWORD) + 1 :]
     if len(fields) < 2:
         raise CorruptMedia("the PNG XMP chunk is truncated")
     is_compressed, rest = fields[0] == 1, fields[2:]
@@ -149,22 +168,29 @@ def _xmp_insert_index(chunks: list[Chunk]) -> int:
     return index
 
 
-class PngCodec(Codec):
+class PngCodec(ImageCodec):
     format = "png"
-    family = "image"
-    token_source = "xmp"
     mime_type = "image/png"
+    pillow_format = "PNG"
+    max_sign_pixels = 16_777_216  # 4096 x 4096
 
     def sniff(self, head: bytes) -> bool:
         """The eight-byte PNG signature."""
         return head.startswith(SIGNATURE)
 
-    def embed_token(self, data: bytes, token: str) -> bytes:
+    def parse(self, data: bytes) -> tuple[list[Chunk], memoryview]:
+        return parse_chunks(data)
+
+    def canvas_size(self, container: tuple[list[Chunk], memoryview]) -> tuple[int, int]:
+        return image_size(container[0])
+
+    def embed_token(self, content: bytes | Media, token: str) -> bytes:
         """Put `token` in the XMP chunk (merged into an existing packet), placed before IDAT.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.
         """
-        chunks, trailer = parse_chunks(data)
+        chunks, trailer = self.media(content).container
+        chunks = list(chunks)
         index = _xmp_index(chunks)
         existing = None if index is None else xmp_packet(chunks[index])
         chunk = make_xmp_chunk(xmp.merge_token(existing, token))
@@ -174,70 +200,65 @@ class PngCodec(Codec):
             chunks[index] = chunk
         return assemble(chunks, trailer)
 
-    def extract_token(self, data: bytes) -> str | None:
+    def extract_token(self, content: bytes | Media) -> str | None:
         """Read our token from the XMP chunk. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
-        chunks, _ = parse_chunks(data)
+        chunks, _ = self.media(content).container
         index = _xmp_index(chunks)
         return None if index is None else xmp.read_token(xmp_packet(chunks[index]))
 
-    def strip_token(self, data: bytes) -> bytes:
+    def strip_token(self, content: bytes | Media) -> bytes:
         """Remove our token; the XMP chunk goes too when nothing else is left in it.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge.
         """
-        chunks, trailer = parse_chunks(data)
+        media = self.media(content)
+        chunks, trailer = media.container
         index = _xmp_index(chunks)
         if index is None:
-            return data
+            return media.data
         packet = xmp_packet(chunks[index])
         remaining = xmp.remove_token(packet)
         if remaining == packet:
-            return data
+            return media.data
+        chunks = list(chunks)
         if remaining is None:
             del chunks[index]
         else:
             chunks[index] = make_xmp_chunk(remaining)
         return assemble(chunks, trailer)
 
-    def embed_watermark(self, data: bytes, mark_id: int) -> bytes:
-        """Re-encode losslessly with `mark_id` in the luminance, keeping the ancillary chunks.
+    def decoder_input(self, media: Media) -> bytes:
+        """IHDR, PLTE and tRNS, the image data joined into one IDAT, IEND.
 
-        Text, ICC, EXIF, XMP (with any token) and colour chunks are carried over byte for
-        byte; callers embed the token afterwards. Only 8-bit greyscale/truecolour (with or
-        without alpha) is supported. Raises UnsupportedFormat (palette, 16-bit, animated,
-        too small), CorruptMedia, MediaTooLarge.
+        Animation chunks are left out, so an APNG decodes to its default image.
         """
-        chunks, trailer = parse_chunks(data)
-        pixels.check_pixel_count(*image_size(chunks))
-        _require_watermarkable(chunks)
-        image = pixels.decode_still(data, "PNG")
-        marked = pixels.watermark_image(image, mark_id)
+        chunks, _ = media.container
+        kept = [chunk.raw for chunk in chunks if chunk.type in _DECODER_CHUNKS]
+        image_data = [chunk.raw[8:-4] for chunk in chunks if chunk.type == b"IDAT"]
+        crc = zlib.crc32(b"IDAT")
+        for part in image_data:
+            crc = zlib.crc32(part, crc)
+        idat_header = sum(len(part) for part in image_data).to_bytes(4, "big") + b"IDAT"
+        # One join: the image data is copied once, not once per step.
+        idat_crc = crc.to_bytes(4, "big")
+        return b"".join([SIGNATURE, *kept, idat_header, *image_data, idat_crc, make_chunk(b"IEND", b"").raw])
+
+    def check_watermarkable(self, media: Media) -> None:
+        """Only 8-bit greyscale/truecolour (with or without alpha), not animated."""
+        _require_watermarkable(media.container[0])
+
+    def reencode(self, media: Media, marked: Image.Image, options: dict[str, object]) -> bytes:
+        """Lossless; text, ICC, EXIF, XMP (with any token) and colour chunks are kept byte for byte."""
+        chunks, trailer = media.container
         buffer = io.BytesIO()
         with pixels.decoder_errors():
             marked.save(buffer, "PNG")
         encoded, _ = parse_chunks(buffer.getvalue())
         return assemble(_with_new_pixels(chunks, encoded), trailer)
 
-    def extract_watermark(self, data: bytes) -> int | None:
-        """Read the mark id from the luminance. Raises CorruptMedia, MediaTooLarge."""
-        self.check_limits(data)
-        return pixels.read_watermark(pixels.decode_first_frame(data, "PNG"))
-
-    def perceptual_hash(self, data: bytes) -> str | None:
-        """pHash of the decoded picture. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
-        self.check_limits(data)
-        image = pixels.open_image(data, "PNG")
-        with pixels.decoder_errors():
-            return phash_hex(image)
-
-    def check_limits(self, data: bytes) -> None:
-        """Check the IHDR dimensions. Raises MediaTooLarge, UnsupportedFormat, CorruptMedia."""
-        chunks, _ = parse_chunks(data)
-        pixels.check_pixel_count(*image_size(chunks))
-
 
 def _require_watermarkable(chunks: list[Chunk]) -> None:
-    bit_depth, colour_type = chunks[0].data[8], chunks[0].data[9]
+    bit_depth, colour_type = chunks[0].raw[16], chunks[0].raw[17]
     if colour_type not in _WATERMARK_COLOUR_TYPES:
         raise UnsupportedFormat("palette PNGs cannot be watermarked; convert to truecolour first")
     if bit_depth != 8:

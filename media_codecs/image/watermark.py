@@ -28,6 +28,7 @@ Minimum size: ``embed_luma`` needs at least ``MIN_SIDE`` (128) pixels on each si
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -51,8 +52,11 @@ _CLIP_SIGMAS = 7.5  # weighted residual clipped at this many mean absolute value
 _MASK_FLOOR = 3.0  # luminance units: how far flat areas keep some mark
 _MASK_EXPONENT = 0.75  # 0: no masking; 1: mark proportional to local activity
 _HEADROOM, _HEADROOM_MIN_GAIN = 8.0, 0.2  # fade the mark within 8 levels of black/white
-_READ_WINDOW = 2048  # reads look at most at this centred window (bounded time on huge images)
+READ_WINDOW = 2048  # reads look at most at this centred window (bounded time on huge images)
 _SYNC_WINDOW = 1024  # window for the (slower) scale/rotation search
+_EMBED_BAND = 4 * TILE  # rows embedded at a time: bounded memory on large images
+_GRID = 4  # the masking gain is measured on 4x4 blocks
+_BLUR_MARGIN = 8  # rows OpenCV's Gaussian of sigma 2 reaches (kernel size 17)
 _SCALE_RANGE = (0.45, 1.6)  # scalings the lattice search considers (square lattice: no shear)
 
 _CRC_BITS = 24
@@ -201,35 +205,73 @@ def embed_luma(y: np.ndarray, mark_id: int) -> np.ndarray:
     Raises WatermarkError if the image is smaller than ``MIN_SIDE`` on a side or the id
     does not fit in 64 bits. The result is not clipped: the caller's conversion to pixels does it.
     """
-    if y.ndim != 2 or min(y.shape) < MIN_SIDE:
-        raise WatermarkError(f"need a 2-D luminance plane of at least {MIN_SIDE}x{MIN_SIDE}, got {y.shape}")
-    if not 0 <= mark_id < 1 << MARK_BITS:
-        raise WatermarkError("mark_id must be an unsigned 64-bit integer")
-    tile = _tile_pattern(_conv_encode(_payload_bits(mark_id)))
     marked = np.array(y, dtype=np.float32, copy=True)
-    gain = _masking_gain(marked)
-    tile_row = np.tile(tile, (1, -(-marked.shape[1] // TILE)))[:, : marked.shape[1]]
-    for top in range(0, marked.shape[0], TILE):  # one band of tiles at a time: no full-size temporary
-        band = marked[top : top + TILE]
-        band += tile_row[: band.shape[0]] * gain[top : top + TILE]
+    for top, delta in embed_bands(lambda first, last: marked[first:last], marked.shape, mark_id):
+        marked[top : top + len(delta)] += delta
     return marked
 
 
-def _masking_gain(y: np.ndarray) -> np.ndarray:
-    """Per-pixel mark gain with mean square 1 (so PSNR is unchanged): more mark in busy
-    texture, where it is least visible, less on flat areas such as sky or skin."""
-    residual = y - cv2.GaussianBlur(y, (0, 0), _WHITEN_SIGMA)
-    height, width = y.shape
-    # local activity varies slowly: a 4x smaller grid is enough and much cheaper on big images
-    small = cv2.resize(residual * residual, (max(1, width // 4), max(1, height // 4)), interpolation=cv2.INTER_AREA)
+def embed_bands(luma_rows: Callable[[int, int], np.ndarray], shape: tuple[int, ...],
+                mark_id: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(top, delta)``: the mark to add to rows ``top..top+len(delta)`` of the luminance.
+
+    ``luma_rows(first, last)`` returns those rows of the luminance (float32). The whole
+    luminance is read once, band by band, for the masking gain before the first band is
+    yielded, so a caller may change its pixels while iterating; no full-size float plane is
+    ever held. Raises WatermarkError as ``embed_luma`` does.
+    """
+    height, width = shape[:2]
+    if min(height, width) < MIN_SIDE:
+        raise WatermarkError(f"need a 2-D luminance plane of at least {MIN_SIDE}x{MIN_SIDE}, got {shape}")
+    if not 0 <= mark_id < 1 << MARK_BITS:
+        raise WatermarkError("mark_id must be an unsigned 64-bit integer")
+    tile = _tile_pattern(_conv_encode(_payload_bits(mark_id)))
+    gain_grid = _masking_gain_grid(luma_rows, height, width)
+    tile_rows = np.tile(tile, (_EMBED_BAND // TILE, -(-width // TILE)))[:, :width]
+    for top in range(0, height, _EMBED_BAND):
+        bottom = min(height, top + _EMBED_BAND)
+        yield top, tile_rows[: bottom - top] * _gain_rows(gain_grid, height, width, top, bottom)
+
+
+def _masking_gain_grid(luma_rows: Callable[[int, int], np.ndarray], height: int, width: int) -> np.ndarray:
+    """Per-pixel mark gain on a 4x coarser grid, with mean square 1 (so PSNR is unchanged): more
+    mark in busy texture, where it is least visible, less on flat areas such as sky or skin."""
+    # Local activity varies slowly, so it is measured on 4x4 block means, computed band by band
+    # with enough rows around each band for the Gaussian to see what it would see on the whole plane.
+    energy, mean_y = [], []
+    for top in range(0, height - height % _GRID, _EMBED_BAND):
+        bottom = min(height - height % _GRID, top + _EMBED_BAND)
+        first, last = max(0, top - _BLUR_MARGIN), min(height, bottom + _BLUR_MARGIN)
+        y = np.ascontiguousarray(luma_rows(first, last), dtype=np.float32)
+        residual = (y - cv2.GaussianBlur(y, (0, 0), _WHITEN_SIGMA))[top - first : bottom - first]
+        energy.append(_block_means(residual * residual))
+        mean_y.append(_block_means(y[top - first : bottom - first]))
+    small, small_y = np.concatenate(energy), np.concatenate(mean_y)
     activity = cv2.sqrt(cv2.GaussianBlur(small, (0, 0), _LOCAL_POWER_SIGMA / 2))
     gain = cv2.pow(activity + _MASK_FLOOR, _MASK_EXPONENT)
     # near black or white half the mark is clipped away and the rest is pure distortion
-    small_y = cv2.resize(y, gain.shape[::-1], interpolation=cv2.INTER_AREA)
     headroom = np.minimum(small_y, 255.0 - small_y)
     gain *= np.clip(headroom / _HEADROOM, _HEADROOM_MIN_GAIN, 1.0)
     gain *= 1.0 / np.sqrt(float(np.mean(gain * gain)))
-    return cv2.resize(gain, (width, height), interpolation=cv2.INTER_LINEAR)
+    return gain
+
+
+def _block_means(rows: np.ndarray) -> np.ndarray:
+    height, width = rows.shape[0] // _GRID * _GRID, rows.shape[1] // _GRID * _GRID
+    blocks = rows[:height, :width].reshape(height // _GRID, _GRID, width // _GRID, _GRID)
+    return blocks.mean(axis=(1, 3), dtype=np.float32)
+
+
+def _gain_rows(grid: np.ndarray, height: int, width: int, top: int, bottom: int) -> np.ndarray:
+    """Rows ``top..bottom`` of the grid bilinearly resized to ``height`` x ``width`` (OpenCV's
+    INTER_LINEAR mapping: pixel centres aligned, edges clamped), without the full-size plane."""
+    grid_height = grid.shape[0]
+    source = (np.arange(top, bottom) + 0.5) * (grid_height / height) - 0.5
+    below = np.floor(source).astype(np.int64)
+    weight = (source - below).astype(np.float32)[:, None]
+    upper, lower = grid[np.clip(below, 0, grid_height - 1)], grid[np.clip(below + 1, 0, grid_height - 1)]
+    rows = upper * (1 - weight) + lower * weight
+    return cv2.resize(rows, (width, bottom - top), interpolation=cv2.INTER_LINEAR)
 
 
 # ---------------------------------------------------------------- reading
@@ -387,7 +429,7 @@ def extract_luma(y: np.ndarray) -> int | None:
     if y.ndim != 2 or min(y.shape) < MIN_READ_SIDE:
         return None
     y = np.asarray(y, dtype=np.float32)
-    mark_id, _ = _read_aligned(_centre_window(y, _READ_WINDOW))
+    mark_id, _ = _read_aligned(_centre_window(y, READ_WINDOW))
     if mark_id is not None:
         return mark_id
     window = _centre_window(y, _SYNC_WINDOW)

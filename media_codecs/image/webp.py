@@ -5,6 +5,10 @@ simple file (one `VP8 ` or `VP8L` chunk) is converted to the extended format by 
 VP8X chunk with the canvas size and alpha flag read from the bitstream, then the XMP chunk
 is added and the XMP flag set. Stripping undoes exactly that, so a simple file comes back
 byte for byte. Chunks are kept as the exact bytes read; only the RIFF size is rewritten.
+
+Limit, checked while parsing: at most MAX_CHUNKS chunks (a still has at most six; an animation
+has one ANMF chunk per frame). Pillow decodes a rebuilt file holding only the first image:
+VP8X, ALPH and the bitstream, or VP8X, ANIM and the first frame of an animation.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from dataclasses import dataclass
 from PIL import Image
 
 from media_codecs import xmp
-from media_codecs.base import Codec
-from media_codecs.errors import CorruptMedia, UnsupportedFormat
+from media_codecs.base import Media
+from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import pixels
-from media_codecs.image.phash import phash_hex
+from media_codecs.image.base import ImageCodec
 
 # VP8X flags byte (container spec, "Extended File Format"): Rsv Rsv I L E X A R.
 FLAG_ICC, FLAG_ALPHA, FLAG_EXIF, FLAG_XMP, FLAG_ANIMATION = 0x20, 0x10, 0x08, 0x04, 0x02
@@ -26,51 +30,80 @@ _IMAGE_CHUNKS = (b"VP8 ", b"VP8L")
 _PIXEL_CHUNKS = (b"ALPH", b"VP8 ", b"VP8L", b"ANIM", b"ANMF")
 _METADATA_ORDER = {b"ICCP": 0, b"EXIF": 2, b"XMP ": 3}  # image data sits at 1
 _LOSSY_QUALITY = 90  # re-encoding a lossy input; high enough that the mark is the main change
+MAX_CHUNKS = 65_536
 
 
 @dataclass(frozen=True)
 class Chunk:
     fourcc: bytes
-    payload: bytes
-    raw: bytes  # FourCC, size, payload and padding byte as read
+    raw: bytes | memoryview  # FourCC, size, payload and padding byte as read
+
+    @property
+    def size(self) -> int:
+        return int.from_bytes(self.raw[4:8], "little")
+
+    @property
+    def payload(self) -> bytes:
+        return bytes(self.raw[8 : 8 + self.size])
+
+    def head(self, length: int) -> bytes:
+        """The first `length` bytes of the payload, without copying the rest."""
+        return bytes(self.raw[8 : 8 + min(length, self.size)])
 
 
 def make_chunk(fourcc: bytes, payload: bytes) -> Chunk:
     """Build a chunk; an odd-sized payload gets the zero padding byte RIFF requires."""
     padding = b"\x00" if len(payload) % 2 else b""
-    return Chunk(fourcc, payload, fourcc + len(payload).to_bytes(4, "little") + payload + padding)
+    return Chunk(fourcc, fourcc + len(payload).to_bytes(4, "little") + payload + padding)
 
 
-def parse_chunks(data: bytes) -> tuple[list[Chunk], bytes]:
+def parse_chunks(data: bytes) -> tuple[list[Chunk], memoryview]:
     """Split a WebP into its chunks and any bytes after the RIFF payload.
 
-    Raises UnsupportedFormat when `data` is not a WebP, CorruptMedia when truncated.
+    Raises UnsupportedFormat when `data` is not a WebP, CorruptMedia when truncated,
+    MediaTooLarge past MAX_CHUNKS.
     """
     if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WEBP":
         raise UnsupportedFormat("not a WebP file")
     end = 8 + int.from_bytes(data[4:8], "little")
     if end > len(data) or end < 12:
         raise CorruptMedia("the WebP RIFF size runs past the end of the file")
+    chunks = _read_chunks(memoryview(data), 12, end)
+    if not chunks or chunks[0].fourcc not in (b"VP8X", *_IMAGE_CHUNKS):
+        raise CorruptMedia("the WebP starts with neither VP8X nor an image chunk")
+    if chunks[0].fourcc == b"VP8X" and chunks[0].size < 10:
+        raise CorruptMedia("the VP8X chunk is truncated")
+    return chunks, memoryview(data)[end:]
+
+
+def _read_chunks(view: memoryview, position: int, end: int) -> list[Chunk]:
     chunks: list[Chunk] = []
-    position = 12
     while position < end:
+        if len(chunks) >= MAX_CHUNKS:
+            raise MediaTooLarge(f"the WebP has more than {MAX_CHUNKS} chunks")
         if position + 8 > end:
             raise CorruptMedia("a WebP chunk header is truncated")
-        size = int.from_bytes(data[position + 4 : position + 8], "little")
+        size = int.from_bytes(view[position + 4 : position + 8], "little")
         payload_end = position + 8 + size
         if payload_end > end:
             raise CorruptMedia("a WebP chunk runs past the end of the file")
         chunk_end = min(payload_end + size % 2, end)  # some writers drop the last padding byte
-        chunks.append(Chunk(data[position : position + 4], data[position + 8 : payload_end], data[position:chunk_end]))
+        chunks.append(Chunk(bytes(view[position : position + 4]), view[position:chunk_end]))
         position = chunk_end
-    if not chunks or chunks[0].fourcc not in (b"VP8X", *_IMAGE_CHUNKS):
-        raise CorruptMedia("the WebP starts with neither VP8X nor an image chunk")
-    if chunks[0].fourcc == b"VP8X" and len(chunks[0].payload) < 10:
-        raise CorruptMedia("the VP8X chunk is truncated")
-    return chunks, data[end:]
+    return chunks
 
 
-def assemble(chunks: list[Chunk], trailer: bytes = b"") -> bytes:
+def _frame_chunks(anmf: Chunk) -> list[Chunk]:
+    """The chunks inside an ANMF frame, after its 16-byte header (offsets, size, duration, flags).
+
+    Raises CorruptMedia for a malformed frame.
+    """
+    if anmf.size < 16 + 8:
+        raise CorruptMedia("the first WebP animation frame is truncated")
+    return _read_chunks(memoryview(anmf.raw), 8 + 16, 8 + anmf.size)
+
+
+def assemble(chunks: list[Chunk], trailer: bytes | memoryview = b"") -> bytes:
     """Join chunks into a RIFF file with the right size field."""
     body = b"WEBP" + b"".join(chunk.raw for chunk in chunks)
     return b"RIFF" + len(body).to_bytes(4, "little") + body + trailer
@@ -81,7 +114,7 @@ def bitstream_info(chunk: Chunk) -> tuple[int, int, bool]:
 
     Raises CorruptMedia for a malformed header.
     """
-    payload = chunk.payload
+    payload = chunk.head(10)
     if chunk.fourcc == b"VP8L":
         # WebP lossless spec 3.: signature 0x2f, then 14-bit width-1, 14-bit height-1,
         # 1-bit alpha_is_used and a 3-bit version that must be 0.
@@ -107,8 +140,9 @@ def canvas_size(chunks: list[Chunk]) -> tuple[int, int]:
     if first.fourcc != b"VP8X":
         width, height, _ = bitstream_info(first)
         return width, height
-    width = int.from_bytes(first.payload[4:7], "little") + 1
-    height = int.from_bytes(first.payload[7:10], "little") + 1
+    header = first.head(10)
+    width = int.from_bytes(header[4:7], "little") + 1
+    height = int.from_bytes(header[7:10], "little") + 1
     return width, height
 
 
@@ -132,7 +166,8 @@ def vp8x_for(chunks: list[Chunk]) -> Chunk:
 
 
 def _with_flags(vp8x: Chunk, set_flags: int, clear_flags: int) -> Chunk:
-    payload = bytes([(vp8x.payload[0] | set_flags) & ~clear_flags & 0xFF]) + vp8x.payload[1:]
+    payload = vp8x.payload
+    payload = bytes([(payload[0] | set_flags) & ~clear_flags & 0xFF]) + payload[1:]
     return make_chunk(b"VP8X", payload)
 
 
@@ -174,23 +209,29 @@ def _xmp_index(chunks: list[Chunk]) -> int | None:
     return next((i for i, chunk in enumerate(chunks) if chunk.fourcc == b"XMP "), None)
 
 
-class WebpCodec(Codec):
+class WebpCodec(ImageCodec):
     format = "webp"
-    family = "image"
-    token_source = "xmp"
     mime_type = "image/webp"
+    pillow_format = "WEBP"
+    max_sign_pixels = 16_777_216  # 4096 x 4096; libwebp's encoder needs about 20 bytes a pixel
 
     def sniff(self, head: bytes) -> bool:
         """RIFF with form type WEBP."""
         return head[:4] == b"RIFF" and head[8:12] == b"WEBP"
 
-    def embed_token(self, data: bytes, token: str) -> bytes:
+    def parse(self, data: bytes) -> tuple[list[Chunk], memoryview]:
+        return parse_chunks(data)
+
+    def canvas_size(self, container: tuple[list[Chunk], memoryview]) -> tuple[int, int]:
+        return canvas_size(container[0])
+
+    def embed_token(self, content: bytes | Media, token: str) -> bytes:
         """Put `token` in the XMP chunk, converting a simple file to the extended format.
 
         Raises UnsupportedFormat, CorruptMedia; ValueError for a bad token.
         """
-        chunks, trailer = parse_chunks(data)
-        chunks = _extended(chunks)
+        chunks, trailer = self.media(content).container
+        chunks = _extended(list(chunks))
         index = _xmp_index(chunks)
         existing = None if index is None else chunks[index].payload
         chunk = make_chunk(b"XMP ", xmp.merge_token(existing, token))
@@ -201,56 +242,48 @@ class WebpCodec(Codec):
         chunks[0] = _with_flags(chunks[0], FLAG_XMP, 0)
         return assemble(chunks, trailer)
 
-    def extract_token(self, data: bytes) -> str | None:
+    def extract_token(self, content: bytes | Media) -> str | None:
         """Read our token from the XMP chunk. Raises UnsupportedFormat, CorruptMedia."""
-        chunks, _ = parse_chunks(data)
+        chunks, _ = self.media(content).container
         index = _xmp_index(chunks)
         return None if index is None else xmp.read_token(chunks[index].payload)
 
-    def strip_token(self, data: bytes) -> bytes:
+    def strip_token(self, content: bytes | Media) -> bytes:
         """Remove our token; the XMP chunk and the XMP flag go when nothing else is left.
 
         A VP8X that only restates the bitstream is dropped too, which returns a simple
         file to its original bytes. Raises UnsupportedFormat, CorruptMedia.
         """
-        chunks, trailer = parse_chunks(data)
-        stripped = _simplified(_without_token(chunks))
-        return data if stripped == chunks else assemble(stripped, trailer)
+        media = self.media(content)
+        chunks, trailer = media.container
+        stripped = _simplified(_without_token(list(chunks)))
+        return media.data if stripped == chunks else assemble(stripped, trailer)
 
-    def embed_watermark(self, data: bytes, mark_id: int) -> bytes:
-        """Re-encode with `mark_id` in the luminance: lossless stays lossless, lossy at q90.
+    def decoder_input(self, media: Media) -> bytes:
+        """The first image alone, as a still: ALPH and the bitstream (behind a VP8X that says only
+        what they say), or the same taken out of the first ANMF frame of an animation."""
+        chunks, _ = media.container
+        first_frame = next((chunk for chunk in chunks if chunk.fourcc == b"ANMF"), None)
+        if first_frame is not None:
+            chunks = _frame_chunks(first_frame)
+        image = [chunk for chunk in chunks if chunk.fourcc in (b"ALPH", *_IMAGE_CHUNKS)]
+        return assemble(_simplified([vp8x_for(image), *image]))
 
-        ICC, EXIF, XMP (with any token) and unknown chunks are carried over byte for byte;
-        callers embed the token afterwards. Raises UnsupportedFormat (animated, too
-        small), CorruptMedia, MediaTooLarge.
-        """
-        chunks, trailer = parse_chunks(data)
-        pixels.check_pixel_count(*canvas_size(chunks))
-        if any(chunk.fourcc in (b"ANIM", b"ANMF") for chunk in chunks):
+    def decode(self, decoder_input: bytes) -> Image.Image:
+        return pixels.decode_with_opencv(decoder_input)
+
+    def check_watermarkable(self, media: Media) -> None:
+        if any(chunk.fourcc in (b"ANIM", b"ANMF") for chunk in media.container[0]):
             raise UnsupportedFormat("animated WebPs cannot be watermarked")
-        image = pixels.decode_still(data, "WEBP")
-        marked = pixels.watermark_image(image, mark_id)
+
+    def reencode(self, media: Media, marked: Image.Image, options: dict[str, object]) -> bytes:
+        """Lossless stays lossless, lossy is re-encoded at q90; ICC, EXIF, XMP (with any token)
+        and unknown chunks are carried over byte for byte."""
+        chunks, trailer = media.container
         is_lossless = any(chunk.fourcc == b"VP8L" for chunk in chunks)
         encoded, _ = parse_chunks(_encode(marked, is_lossless))
         image_chunks = [chunk for chunk in encoded if chunk.fourcc in _PIXEL_CHUNKS]
         return assemble(_with_metadata(image_chunks, chunks), trailer)
-
-    def extract_watermark(self, data: bytes) -> int | None:
-        """Read the mark id from the luminance. Raises CorruptMedia, MediaTooLarge."""
-        self.check_limits(data)
-        return pixels.read_watermark(pixels.decode_first_frame(data, "WEBP"))
-
-    def perceptual_hash(self, data: bytes) -> str | None:
-        """pHash of the decoded picture. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
-        self.check_limits(data)
-        image = pixels.open_image(data, "WEBP")
-        with pixels.decoder_errors():
-            return phash_hex(image)
-
-    def check_limits(self, data: bytes) -> None:
-        """Check the canvas size. Raises MediaTooLarge, UnsupportedFormat, CorruptMedia."""
-        chunks, _ = parse_chunks(data)
-        pixels.check_pixel_count(*canvas_size(chunks))
 
 
 def _encode(marked: Image.Image, is_lossless: bool) -> bytes:

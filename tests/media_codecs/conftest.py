@@ -101,6 +101,12 @@ def _stand_in_embed(y: np.ndarray, mark_id: int) -> np.ndarray:
     return out
 
 
+def _stand_in_embed_bands(luma_rows, shape, mark_id):
+    y = luma_rows(0, shape[0])
+    marked = _stand_in_embed(y, mark_id)
+    yield 0, marked - y
+
+
 def _stand_in_extract(y: np.ndarray) -> int | None:
     side = _BLOCK * _BITS_PER_SIDE
     if min(y.shape) < side:
@@ -124,7 +130,9 @@ def stand_in_watermark(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
 
     module = types.ModuleType("media_codecs.image.watermark")
     module.WatermarkError = _WatermarkError
+    module.READ_WINDOW = 2048
     module.embed_luma = _stand_in_embed
+    module.embed_bands = _stand_in_embed_bands
     module.extract_luma = _stand_in_extract
     monkeypatch.setitem(sys.modules, "media_codecs.image.watermark", module)
     monkeypatch.setattr(media_codecs.image, "watermark", module, raising=False)

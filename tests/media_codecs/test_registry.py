@@ -9,9 +9,9 @@ from media_codecs import (
     CorruptMedia,
     MediaTooLarge,
     UnsupportedFormat,
-    codec_for_data,
     detect,
     get_codec,
+    open_media,
     registry,
 )
 from media_codecs.image import png
@@ -60,6 +60,9 @@ class _Greeting(Codec):
     def sniff(self, head: bytes) -> bool:
         return head.startswith(b"hello")
 
+    def parse(self, data: bytes) -> None:
+        return None
+
     def embed_token(self, data: bytes, token: str) -> bytes:
         return data + token.encode()
 
@@ -92,15 +95,15 @@ def test_a_registered_codec_takes_part_in_detection(monkeypatch) -> None:
     assert detect(SAMPLES["png"]()) is get_codec("png")
 
 
-def test_codec_for_data_checks_the_header_limits() -> None:
+def test_open_media_checks_the_header_limits() -> None:
     data = SAMPLES["png"]()
-    assert codec_for_data(data) is get_codec("png")
+    assert open_media(data).codec is get_codec("png")
     chunks, trailer = png.parse_chunks(data)
     header = (40000).to_bytes(4, "big") * 2 + chunks[0].data[8:]
     with pytest.raises(MediaTooLarge):
-        codec_for_data(png.assemble([png.make_chunk(b"IHDR", header), *chunks[1:]], trailer))
+        open_media(png.assemble([png.make_chunk(b"IHDR", header), *chunks[1:]], trailer))
     with pytest.raises(CorruptMedia):
-        codec_for_data(data[:40])
+        open_media(data[:40])
 
 
 def test_every_codec_error_is_a_codec_error() -> None:

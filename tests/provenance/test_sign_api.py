@@ -10,7 +10,7 @@ from billing.models import UsageCounter
 from media_codecs import get_codec
 from provenance.hashing import content_hash_of
 from provenance.models import Record
-from tests import factories
+from tests import factories, hostile_media
 from tests.media import MIME, decode, photo_bytes
 
 pytestmark = pytest.mark.django_db
@@ -67,10 +67,20 @@ def test_a_format_the_generator_does_not_list_is_400(key_client, org):
     assert response.status_code == 400 and response.json()["error"] == "format_not_supported"
 
 
-@pytest.mark.parametrize("content", [b"just some bytes", b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, b"GIF89a" + b"\x00" * 50])
-def test_unsupported_or_corrupt_content_is_400(key_client, org, generator, content):
+@pytest.mark.parametrize("content", [b"just some bytes", b"GIF89a" + b"\x00" * 50])
+def test_unsupported_content_is_400_format_not_supported(key_client, org, generator, content):
     response = _sign(key_client(org), generator, content)
     assert response.status_code == 400 and response.json()["error"] == "format_not_supported"
+    assert not Record.objects.exists()
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, hostile_media.duplicate_ihdr_png(),
+                                     hostile_media.duplicate_sof_jpeg()], ids=["truncated", "two-ihdr", "two-sof"])
+def test_malformed_content_of_a_supported_format_is_400_validation_error(key_client, org, generator, content):
+    response = _sign(key_client(org), generator, content)
+    body = response.json()
+    assert response.status_code == 400 and body["error"] == "validation_error"
+    assert list(body["details"]) == ["content"]
     assert not Record.objects.exists()
 
 

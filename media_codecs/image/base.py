@@ -1,0 +1,99 @@
+"""What JPEG, PNG and WebP share: pixel limits, one decode per file, the watermark and the pHash.
+
+A format module only knows its container: where the canvas size is declared, which parts a
+decoder needs (`decoder_input`), what it cannot watermark, and how to put re-encoded pixels
+back among the original metadata (`reencode`). Pillow is only ever given the decoder input,
+a file rebuilt from the coding structures alone, so metadata a hostile file piles up (millions
+of comments, Photoshop blocks, text chunks) never reaches Pillow's Python-level parsers.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+from PIL import Image
+
+from media_codecs.base import Codec, Media
+from media_codecs.errors import MediaTooLarge
+from media_codecs.image import pixels
+from media_codecs.image.phash import phash_hex
+
+
+class ImageCodec(Codec):
+    family = "image"
+    token_source = "xmp"
+    pillow_format: ClassVar[str]  # Pillow's name for the format ("JPEG")
+    # Re-encoding holds the decoded image, a marked copy and the encoder's own buffers: each format's
+    # limit keeps a signing worker under 500 MB (bench/hostile.py --sign measures it). Reading needs
+    # only the decode, so verification accepts up to pixels.MAX_PIXELS.
+    max_sign_pixels: ClassVar[int]
+
+    @abstractmethod
+    def canvas_size(self, container: Any) -> tuple[int, int]:
+        """Width and height as the container declares them."""
+
+    @abstractmethod
+    def decoder_input(self, media: Media) -> bytes:
+        """The smallest file that decodes to the same pixels: coding structures, no metadata."""
+
+    @abstractmethod
+    def check_watermarkable(self, media: Media) -> None:
+        """Raise UnsupportedFormat for what cannot be re-encoded as it was (animations, palettes...)."""
+
+    def encoder_options(self, original: Image.Image) -> dict[str, object]:
+        """What the encoder must keep of the input (JPEG: its tables and sampling); read before
+        the input's pixels are let go."""
+        return {}
+
+    @abstractmethod
+    def reencode(self, media: Media, marked: Image.Image, options: dict[str, object]) -> bytes:
+        """Encode `marked` with `options` and put it back among the file's metadata."""
+
+    def open(self, data: bytes) -> Media:
+        """Parse once and refuse, before any decoding, a canvas over MAX_PIXELS."""
+        media = super().open(data)
+        pixels.check_pixel_count(*self.canvas_size(media.container))
+        return media
+
+    def pixel_count(self, content: bytes | Media) -> int:
+        width, height = self.canvas_size(self.media(content).container)
+        return width * height
+
+    def decoded(self, content: bytes | Media) -> Image.Image:
+        """The first frame's pixels, decoded once per Media. Raises CorruptMedia, UnsupportedFormat."""
+        media = self.media(content)
+        return media.cached("pixels", lambda: self.decode(self.decoder_input(media)))
+
+    def decode(self, decoder_input: bytes) -> Image.Image:
+        """Decode the decoder input with Pillow; a format may use another decoder of the same library."""
+        return pixels.decode_first_frame(decoder_input, self.pillow_format)
+
+    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
+        """Re-encode with `mark_id` in the luminance, keeping the file's metadata byte for byte.
+
+        Callers embed the token afterwards. Raises UnsupportedFormat (modes, animations, too
+        small), CorruptMedia, MediaTooLarge.
+        """
+        media = self.media(content)
+        width, height = self.canvas_size(media.container)
+        if width * height > self.max_sign_pixels:
+            raise MediaTooLarge(f"{width}x{height} is over the signing limit of {self.max_sign_pixels:,} pixels "
+                                f"for {self.format.upper()}")
+        self.check_watermarkable(media)
+        image = self.decoded(media)
+        options = self.encoder_options(image)
+        marked = pixels.watermark_image(image, mark_id)
+        del image
+        media.forget("pixels")  # the encoder's buffers need the room more than the input does
+        return self.reencode(media, marked, options)
+
+    def extract_watermark(self, content: bytes | Media) -> int | None:
+        """Read the mark id from the luminance. Raises CorruptMedia, MediaTooLarge."""
+        return pixels.read_watermark(self.decoded(content))
+
+    def perceptual_hash(self, content: bytes | Media) -> str | None:
+        """pHash of the decoded picture. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        image = self.decoded(content)
+        with pixels.decoder_errors():
+            return phash_hex(image)
