@@ -16,12 +16,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# The settings default DEBUG to off (and then refuse development secrets); development turns it on
+# unless the environment says otherwise.
+DEV := DEBUG=$${DEBUG:-true}
+
 migrate: install
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py createcachetable
+	$(DEV) $(BIN)/python manage.py migrate --noinput
 
 run: migrate
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(DEV) $(BIN)/python manage.py runserver 127.0.0.1:8000
 
 test: install
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)

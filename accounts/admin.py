@@ -3,6 +3,8 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.utils import timezone
+from django_otp.plugins.otp_totp.admin import TOTPDeviceAdmin
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from accounts.models import ApiKey, Organization, User
 
@@ -59,3 +61,24 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset) -> None:
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {count} key(s).")
+
+
+class ReadOnlyTOTPDeviceAdmin(TOTPDeviceAdmin):
+    """Who has a second factor, never the factor: OTP_ADMIN_HIDE_SENSITIVE_DATA hides the key and QR code.
+
+    No add (the form shows the new key, and the device would skip enrolment), no change or delete (they
+    would desynchronise `User.two_factor_enabled`, which the 2FA services keep).
+    """
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+admin.site.unregister(TOTPDevice)  # registered by django_otp.plugins.otp_totp, listed before us
+admin.site.register(TOTPDevice, ReadOnlyTOTPDeviceAdmin)

@@ -159,3 +159,17 @@ class TwoFactorChallenge(models.Model):
 
     def __str__(self) -> str:
         return f"2FA challenge for {self.user_id}"
+
+
+class BlockedSessionToken(models.Model):
+    """A logged-out session JWT, by `jti`, refused until it expires (then `purge_expired` drops it).
+
+    A table, not the cache: Django's database cache culls a third of its rows past 300 entries,
+    which would silently revive logged-out tokens.
+    """
+
+    jti = models.CharField(max_length=64, primary_key=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"blocked {self.jti} until {self.expires_at:%Y-%m-%d %H:%M}"

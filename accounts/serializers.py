@@ -1,5 +1,6 @@
 """Input shapes (validation only) and output shapes (the spec's JSON exactly) of the accounts API."""
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 PASSWORD_MIN, PASSWORD_MAX = 8, 128  # spec: min 8; the max bounds hashing work
@@ -116,6 +117,9 @@ class ApiKeyCreatedOutput(serializers.Serializer):
     created_at = serializers.DateTimeField(source="api_key.created_at")
 
 
+# many=False: the list action answers one object wrapping the array (addendum), which
+# drf-spectacular would otherwise document as a bare array.
+@extend_schema_serializer(many=False)
 class ApiKeyListOutput(serializers.Serializer):
     keys = ApiKeyOutput(many=True)
 

@@ -7,9 +7,10 @@ translates those and DRF's/Django's own exceptions. Tests assert on `error`, nev
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, JsonResponse
-from django.views import defaults
+from django.views import csrf, defaults
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -108,6 +109,10 @@ class PayloadTooLarge(ApiError):
     status_code, code, message = 413, "payload_too_large", "The request body is too large."
 
 
+class RequestTimeout(ApiError):
+    status_code, code, message = 408, "request_timeout", "The request body did not arrive in time."
+
+
 class OtpInvalid(ApiError):
     status_code, code, message = 401, "otp_invalid", "The one-time code is not valid."
 
@@ -159,6 +164,11 @@ def _translate(exc: Exception) -> ApiError | None:
         return ValidationFailed(f"Malformed request body: {exc.detail}")
     if isinstance(exc, RequestDataTooBig):
         return PayloadTooLarge()
+    if isinstance(exc, SuspiciousOperation):
+        # Too many multipart fields or files, odd framing, ...: the request, not the service, is at fault.
+        # Logged where Django logs those it catches itself.
+        logging.getLogger(f"django.security.{type(exc).__name__}").warning("%s", exc)
+        return ValidationFailed("The request body was refused.")
     if isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
         return AuthenticationRequired(str(exc.detail) if isinstance(exc, drf.AuthenticationFailed) else None)
     if isinstance(exc, drf.Throttled):
@@ -214,7 +224,7 @@ def handler500(request):
 
 def handler400(request, exception=None):
     if _is_api(request):
-        return json_error(400, "bad_request", "Bad request.")
+        return json_error(400, "validation_error", "The request is invalid.")
     return defaults.bad_request(request, exception)
 
 
@@ -224,6 +234,14 @@ def handler403(request, exception=None):
     return defaults.permission_denied(request, exception)
 
 
+def csrf_failure(request, reason: str = "") -> JsonResponse:
+    """CSRF_FAILURE_VIEW: /v1 is a bearer-token API, so a refusal there is JSON; Django's page elsewhere."""
+    if _is_api(request):
+        return json_error(403, "forbidden", "You are not allowed to do this.")
+    return csrf.csrf_failure(request, reason)
+
+
+@csrf_exempt  # /v1 takes bearer tokens, never cookies: every method on an unknown path is a 404
 def api_not_found(request, *args, **kwargs) -> JsonResponse:
     """Catch-all for unknown /v1 paths, so they are JSON even with DEBUG on."""
     return handler404(request)

@@ -1,18 +1,23 @@
-"""Fixed-window request counters shared by every process through the cache (Redis in production).
+"""Fixed-window request counters shared by every process: Redis when configured, else the database.
 
-One counter per (subject, minute). With Redis the increment and its expiry travel in one
-pipelined round trip; other cache backends fall back to Django's add/incr.
+One counter per (subject, window). Both backends count with one atomic round trip, so concurrent
+requests can never both read the same count: with Redis an INCRBY pipelined with its expiry; without
+it one `INSERT ... ON CONFLICT DO UPDATE ... RETURNING` on `RateCounter` (PostgreSQL, and SQLite
+>= 3.35, which serialises writers; a waiting writer blocks on the busy timeout instead of failing).
 """
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass
 
-from django.core.cache import cache
+from django.db import connection
 
 from config.cache import cache_key, redis_client
+from config.models import RateCounter
 
 WINDOW_SECONDS = 60
+_MAX_SUBJECT = RateCounter._meta.get_field("subject").max_length
 
 
 @dataclass(frozen=True)
@@ -39,22 +44,40 @@ def _incr_redis(client, key: str, ttl: int, cost: int) -> int:
     return int(count)
 
 
-def _incr_generic(key: str, ttl: int, cost: int) -> int:
-    if cache.add(key, cost, ttl):
-        return cost
-    try:
-        return cache.incr(key, cost)
-    except ValueError:  # expired between add and incr
-        cache.add(key, cost, ttl)
-        return cost
+# A row from an earlier window restarts at `cost`; otherwise the count grows. Both CASEs read the row
+# as it was before this statement, and the database holds the row's lock for the whole statement.
+_UPSERT = """
+    INSERT INTO config_ratecounter (subject, window_end, hits) VALUES (%s, %s, %s)
+    ON CONFLICT (subject) DO UPDATE SET
+        hits = CASE WHEN config_ratecounter.window_end < excluded.window_end THEN excluded.hits
+                    ELSE config_ratecounter.hits + excluded.hits END,
+        window_end = CASE WHEN config_ratecounter.window_end < excluded.window_end THEN excluded.window_end
+                          ELSE config_ratecounter.window_end END
+    RETURNING hits
+"""
+
+
+def _incr_database(subject: str, window_end: int, cost: int) -> int:
+    if len(subject) > _MAX_SUBJECT:  # a long forwarded address from a proxy: keep the key bounded
+        subject = "sha256:" + hashlib.sha256(subject.encode()).hexdigest()
+    with connection.cursor() as cursor:
+        cursor.execute(_UPSERT, [subject, window_end, cost])
+        return int(cursor.fetchone()[0])
 
 
 def hit(subject: str, limit: int, window: int = WINDOW_SECONDS, cost: int = 1) -> WindowState:
     """Count `cost` requests for `subject` in the current window and report the window's state."""
     now = time.time()
     window_start = int(now // window) * window
-    key = f"rl:{subject}:{window_start}"
-    ttl = window + 5
     client = redis_client()
-    count = _incr_redis(client, key, ttl, cost) if client is not None else _incr_generic(key, ttl, cost)
+    if client is not None:
+        count = _incr_redis(client, f"rl:{subject}:{window_start}", window + 5, cost)
+    else:
+        count = _incr_database(subject, window_start + window, cost)
     return WindowState(limit=limit, count=count, reset_in=max(1, math.ceil(window_start + window - now)))
+
+
+def purge_expired() -> int:
+    """Delete the counters whose window has closed (their next hit would restart them anyway)."""
+    deleted, _ = RateCounter.objects.filter(window_end__lt=int(time.time())).delete()
+    return deleted

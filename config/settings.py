@@ -54,7 +54,11 @@ def database_from_url(url: str) -> dict:
     if parsed.scheme == "sqlite":
         path = unquote(parsed.path)
         name = path[1:] if path.startswith("//") else path  # sqlite:////abs/path or sqlite:///rel
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name or BASE_DIR / "db.sqlite3"}
+        # Concurrent writers (threads, processes): BEGIN IMMEDIATE takes the write lock when a
+        # transaction starts, so a second writer waits up to `timeout` seconds. With SQLite's default
+        # deferred BEGIN, a transaction that read first fails at once with "database is locked".
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name or BASE_DIR / "db.sqlite3",
+                "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20}}
     if parsed.scheme in ("postgres", "postgresql"):
         return {
             "ENGINE": "django.db.backends.postgresql",
@@ -71,11 +75,13 @@ def database_from_url(url: str) -> dict:
     raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported")
 
 
-# Development defaults work with nothing set (DEBUG on); production sets DEBUG=false and real secrets.
-DEBUG = env_bool("DEBUG", True)
+# DEBUG is off unless set (addendum section 8): a deployment that forgets it shows no technical pages,
+# and then refuses to start on development secrets. `make run` and the test settings turn it on.
+DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", DEV_SECRET_KEY)
 if SECRET_KEY == DEV_SECRET_KEY and not DEBUG:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (refusing the development default)")
+    raise ImproperlyConfigured("Set SECRET_KEY: DEBUG is off, so the development default is refused "
+                               "(for development, set DEBUG=true instead)")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
@@ -83,13 +89,20 @@ PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/"
 # Separate secrets per purpose; each defaults to one derived from SECRET_KEY in development.
 KEY_ENCRYPTION_KEY = env_str("KEY_ENCRYPTION_KEY", "")
 TOKEN_SIGNING_KEY = env_str("TOKEN_SIGNING_KEY", "")  # comma-separated: the first mints, all verify
-if not DEBUG and not (KEY_ENCRYPTION_KEY and TOKEN_SIGNING_KEY):
+_unset_secrets = [name for name, value in (("KEY_ENCRYPTION_KEY", KEY_ENCRYPTION_KEY),
+                                            ("TOKEN_SIGNING_KEY", TOKEN_SIGNING_KEY)) if not value]
+if not DEBUG and _unset_secrets:
     # Both outlive SECRET_KEY rotations (sealed private keys, issued tokens): production sets them.
-    raise ImproperlyConfigured("KEY_ENCRYPTION_KEY and TOKEN_SIGNING_KEY must be set when DEBUG is off")
+    raise ImproperlyConfigured(f"Set {' and '.join(_unset_secrets)}: DEBUG is off, so they may not fall back "
+                               "to SECRET_KEY (for development, set DEBUG=true instead)")
 
 VERIFY_RATE_PER_MINUTE = env_int("VERIFY_RATE_PER_MINUTE", 300)
 AUTH_RATE_PER_MINUTE = env_int("AUTH_RATE_PER_MINUTE", 60)
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)  # proxies in front that append X-Forwarded-For
+# Slow clients (config/body_timeout.py): seconds a request body may go without a byte, and seconds for
+# all of it (64 MB at 10 Mbit/s takes 54 s); 0 turns either off.
+BODY_READ_TIMEOUT = env_int("BODY_READ_TIMEOUT", 10)
+BODY_READ_DEADLINE = env_int("BODY_READ_DEADLINE", 60)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", False)
 
 INSTALLED_APPS = [
@@ -110,6 +123,7 @@ INSTALLED_APPS = [
     "audit",
     "webhooks",
     "verification",
+    "config",  # the limiter's RateCounter table
 ]
 
 MIDDLEWARE = [
@@ -146,8 +160,9 @@ DATABASES = {"default": database_from_url(env_str("DATABASE_URL", f"sqlite:///{B
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
 
-# The cache carries what every process must share: rate-limit counters and the JWT blocklist.
-# Redis in production; without REDIS_URL the database cache table, never per-process memory.
+# Rate-limit counters and the JWT blocklist use Redis when REDIS_URL is set, else their own tables
+# (config.RateCounter, accounts.BlockedSessionToken). Without Redis the cache is the database cache,
+# never per-process memory; `migrate` creates its table (config/cachetable.py).
 REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
@@ -186,6 +201,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["config.parsers.LimitedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
+    "DEFAULT_METADATA_CLASS": "config.metadata.AllowedMethodsMetadata",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -197,6 +213,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Every operation documents its error statuses with the shared envelope (config/openapi.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "config.openapi.document_error_responses"],
 }
 
 JWT_LIFETIME = timedelta(hours=24)
@@ -204,11 +223,14 @@ JWT_LIFETIME = timedelta(hours=24)
 OTP_TOTP_ISSUER = "Provenance Service"
 # Our own per-account lockout (addendum section 2) replaces django-otp's per-device back-off.
 OTP_TOTP_THROTTLE_FACTOR = 0
+# Staff never see a user's second factor: no TOTP key or QR code in the admin.
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 
 SESSION_COOKIE_SECURE = PUBLIC_BASE_URL.startswith("https://")
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"  # JSON under /v1, Django's page elsewhere
 
 LOGGING = {
     "version": 1,

@@ -6,19 +6,29 @@ from config.errors import PayloadTooLarge, ValidationFailed
 
 # Multipart framing and the small form fields around the file.
 MULTIPART_OVERHEAD = 64 * 1024
+# Every upload route takes one file ("content"); a second one is refused, not silently dropped.
+MAX_FILES = 1
 
 
 class SizeLimitUploadHandler(FileUploadHandler):
-    """First in the handler chain: refuses a body whose declared length, or streamed bytes, pass the limit."""
+    """First in the handler chain: refuses a body whose declared length, or streamed bytes, pass the limit,
+    and a second file."""
 
     def __init__(self, request=None, *, max_bytes: int):
         super().__init__(request)
         self.max_bytes = max_bytes
         self.received = 0
+        self.files = 0
 
     def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):
         if content_length and content_length > self.max_bytes + MULTIPART_OVERHEAD:
             raise PayloadTooLarge(f"Uploads are limited to {self.max_bytes // (1024 * 1024)} MB.")
+
+    def new_file(self, *args, **kwargs):
+        self.files += 1
+        if self.files > MAX_FILES:
+            raise ValidationFailed(f"Send at most {MAX_FILES} file per request.")
+        super().new_file(*args, **kwargs)
 
     def receive_data_chunk(self, raw_data, start):
         self.received += len(raw_data)

@@ -1,8 +1,19 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+from rest_framework.renderers import JSONRenderer
 
 from config.errors import api_not_found
+
+
+class ApiDocsView(SpectacularSwaggerView):
+    """The Swagger page. OPTIONS answers JSON like every other /v1 route (the page renderer needs a template)."""
+
+    def get_renderers(self):
+        if self.request.method not in ("GET", "HEAD"):
+            return [JSONRenderer()]
+        return super().get_renderers()
+
 
 api_v1 = [
     path("", include("accounts.urls")),
@@ -12,7 +23,7 @@ api_v1 = [
     path("", include("audit.urls")),
     path("", include("verification.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
+    path("docs", ApiDocsView.as_view(url_name="openapi-schema"), name="api-docs"),
     re_path(r"^.*$", api_not_found),  # last: unknown /v1 paths answer in the error envelope
 ]
 

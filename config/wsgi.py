@@ -2,5 +2,7 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from config.body_timeout import with_body_timeouts
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-application = get_wsgi_application()
+application = with_body_timeouts(get_wsgi_application())

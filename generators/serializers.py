@@ -1,5 +1,6 @@
 import base64
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from generators.models import FORMATS
@@ -54,6 +55,9 @@ class GeneratorDetailOutput(GeneratorOutput):
     created_at = serializers.DateTimeField()
 
 
+# many=False: the list action answers one object wrapping the array (addendum), which
+# drf-spectacular would otherwise document as a bare array.
+@extend_schema_serializer(many=False)
 class GeneratorListOutput(serializers.Serializer):
     generators = GeneratorOutput(many=True)
 

@@ -17,6 +17,9 @@ from provenance import serializers as s
 from provenance.c2pa_json import c2pa_manifest
 from provenance.signing import content_sign
 
+# The body names a generator: 404 for an unknown or revoked one (403 for another organization's).
+GENERATOR_NOT_FOUND = OpenApiResponse(description="`not_found`: the body's generator_id is unknown or revoked.")
+
 BATCH_BODY_LIMIT = 10 * 1024 * 1024  # spec: batch record request body 10 MB
 
 
@@ -47,7 +50,8 @@ class SignView(APIView):
                                                         "generator_id": {"type": "string", "format": "uuid"},
                                                         "format": {"type": "string",
                                                                    "enum": ["image", "audio", "text", "video"]}}}},
-        responses={(201, "application/octet-stream"): OpenApiResponse(description="The signed content")},
+        # The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
+        responses={(201, "*/*"): OpenApiResponse(description="The signed content"), 404: GENERATOR_NOT_FOUND},
         tags=["signing"])
     def post(self, request):
         fields = validated(s.SignInput, request)
@@ -62,7 +66,8 @@ class SignView(APIView):
 
 
 class RecordCreateView(APIView):
-    @extend_schema(request=s.RecordCreateInput, responses={201: s.RecordCreatedOutput}, tags=["records"])
+    @extend_schema(request=s.RecordCreateInput, responses={201: s.RecordCreatedOutput, 404: GENERATOR_NOT_FOUND},
+                   tags=["records"])
     def post(self, request):
         data = validated(s.RecordCreateInput, request)
         record = services.record_submit(org=request.org, submission=_submission(data))
@@ -72,7 +77,8 @@ class RecordCreateView(APIView):
 class RecordBatchView(APIView):
     max_body_bytes = BATCH_BODY_LIMIT
 
-    @extend_schema(request=s.RecordBatchInput, responses={207: s.RecordBatchOutput}, tags=["records"])
+    @extend_schema(request=s.RecordBatchInput, responses={207: s.RecordBatchOutput, 404: GENERATOR_NOT_FOUND},
+                   tags=["records"])
     def post(self, request):
         data = validated(s.RecordBatchInput, request)
         records = services.record_submit_batch(org=request.org,

@@ -34,3 +34,27 @@ def test_the_interactive_docs_are_served(api_client):
     response = api_client.get("/v1/docs")
     assert response.status_code == 200
     assert b"openapi.json" in response.content
+
+
+def _resolve(schema: dict, node: dict) -> dict:
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+@pytest.mark.parametrize(("path", "field"), [("/v1/generators", "generators"), ("/v1/api-keys", "keys")])
+def test_list_routes_are_documented_as_the_object_they_return(api_client, path, field):
+    schema = api_client.get("/v1/openapi.json").json()
+    body = _resolve(schema, schema["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"])
+    assert body.get("type") != "array"
+    assert body["properties"][field]["type"] == "array"
+
+
+def test_error_responses_are_documented_with_the_shared_envelope(api_client):
+    schema = api_client.get("/v1/openapi.json").json()
+    assert schema["components"]["schemas"]["Error"]["required"] == ["error", "message"]
+    records = schema["paths"]["/v1/records"]["post"]["responses"]
+    for status in ("400", "401", "402", "403", "404", "429"):
+        assert records[status]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+    assert "404" in schema["paths"]["/v1/generators/{id}"]["get"]["responses"]
+    assert "403" not in schema["paths"]["/v1/billing/plans"]["get"]["responses"]

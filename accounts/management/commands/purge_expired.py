@@ -1,7 +1,7 @@
-"""python manage.py purge_expired: delete email tokens and 2FA challenges that can no longer be used.
+"""python manage.py purge_expired: delete email tokens, 2FA challenges, blocklisted JWTs and rate
+counters that can no longer matter.
 
-Run it daily (cron or a scheduler); the auth flows never read expired rows, so this only keeps the
-tables small.
+Run it daily (cron or a scheduler); nothing reads expired rows, so this only keeps the tables small.
 """
 
 from datetime import timedelta
@@ -9,17 +9,23 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
+from accounts import blocklist
 from accounts.models import EmailToken, TwoFactorChallenge
+from config import ratelimit
 
 GRACE = timedelta(days=1)  # keep a day of history for support questions ("my link did not work")
 
 
 class Command(BaseCommand):
-    help = "Delete expired or used email tokens and 2FA challenges older than a day."
+    help = ("Delete expired or used email tokens and 2FA challenges older than a day, expired JWT blocklist "
+            "entries and closed rate-limit windows.")
 
     def handle(self, *args, **options):
         cutoff = timezone.now() - GRACE
         tokens, _ = EmailToken.objects.filter(expires_at__lt=cutoff).delete()
         used_tokens, _ = EmailToken.objects.filter(used_at__lt=cutoff).delete()
         challenges, _ = TwoFactorChallenge.objects.filter(expires_at__lt=cutoff).delete()
-        self.stdout.write(f"Deleted {tokens + used_tokens} email tokens and {challenges} 2FA challenges.")
+        blocked = blocklist.purge_expired()
+        counters = ratelimit.purge_expired()
+        self.stdout.write(f"Deleted {tokens + used_tokens} email tokens, {challenges} 2FA challenges, "
+                          f"{blocked} blocklisted JWTs and {counters} rate counters.")

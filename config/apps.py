@@ -1,0 +1,15 @@
+from django.apps import AppConfig
+
+
+class ConfigConfig(AppConfig):
+    """The project package as an app: it owns the tables of the shared infrastructure (rate counters)."""
+
+    name = "config"
+    verbose_name = "Infrastructure"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from config.cachetable import create_cache_tables
+
+        post_migrate.connect(create_cache_tables, sender=self)

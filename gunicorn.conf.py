@@ -1,0 +1,38 @@
+"""gunicorn in production: `.venv/bin/gunicorn config.wsgi:application -c gunicorn.conf.py`.
+
+Always behind a buffering reverse proxy (deploy/nginx.conf). gunicorn has no timeout for reading a
+request's head or body: a sync worker is stuck until `timeout` kills it, a gthread thread until the
+client leaves. The proxy reads whole requests itself, with its own timeouts, and hands gunicorn only
+complete ones. The app bounds its own body reads too (BODY_READ_TIMEOUT, BODY_READ_DEADLINE), for
+whatever reaches it directly. Why these values: docs/decisions.md, "Slow clients".
+"""
+
+import os
+
+# Environment: GUNICORN_BIND (the proxy reaches the app here), WEB_CONCURRENCY (gunicorn's own name),
+# FORWARDED_ALLOW_IPS (read by gunicorn itself: the proxy's address, default 127.0.0.1).
+bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")]
+workers = int(os.environ.get("WEB_CONCURRENCY") or len(os.sched_getaffinity(0)))  # nproc
+
+# gthread keeps the proxy's upstream connections alive in a poller without holding the thread; one
+# thread a worker because 4 measured 40% slower (GIL contention, docs/performance.md).
+worker_class = "gthread"
+threads = 1
+
+# Kill a worker whose main loop is silent this long (under gthread a busy thread does not count).
+timeout = 30
+# On reload or stop, requests in progress get this long to finish.
+graceful_timeout = 30
+# Idle upstream connections: longer than nginx's upstream keepalive_timeout (60 s), so nginx is the
+# side that closes and never reuses a connection gunicorn is closing.
+keepalive = 75
+
+# Request head limits (gunicorn's defaults, stated): nginx's large_client_header_buffers match them.
+limit_request_line = 4094
+limit_request_fields = 100
+limit_request_field_size = 8190
+
+
+def post_worker_init(worker):
+    # Logged once Django is loaded, so "Booting worker" followed by this means the worker can serve.
+    worker.log.info("Worker ready (pid: %s)", worker.pid)
