@@ -9,8 +9,8 @@ from rest_framework.views import APIView
 from accounts import serializers as s
 from accounts import services
 from accounts.models import ApiKey
-from accounts.scoping import HasRole, OrgScopedViewSet, SessionOnly
-from billing.throttles import AuthIpThrottle
+from accounts.scoping import HasRole, OrgScopedViewSet, SessionOnly, SessionRequired
+from config.throttles import AuthIpThrottle
 from config.validation import validated
 
 SUCCESS = {"success": True}
@@ -25,7 +25,9 @@ class PublicAuthView(APIView):
 
 
 class SessionView(APIView):
-    permission_classes = [IsAuthenticated, SessionOnly]
+    """Auth routes for a signed-in person: a session JWT; an API key is 401 like no credential."""
+
+    permission_classes = [IsAuthenticated, SessionRequired]
 
 
 def _session_body(result) -> dict:
@@ -88,13 +90,11 @@ class ResetPasswordView(PublicAuthView):
         return Response(SUCCESS)
 
 
-class MeView(APIView):
-    """The caller: the user and organization of a session; with an API key, the key and its organization."""
+class MeView(SessionView):
+    """The signed-in user and their organization."""
 
     @extend_schema(responses={200: s.MeOutput}, tags=["auth"])
     def get(self, request):
-        if not request.auth.is_session:
-            return Response(s.MeOutput({"user": None, "org": request.org, "api_key": request.auth.api_key}).data)
         return Response(s.MeOutput({"user": request.user, "org": request.org}).data)
 
 

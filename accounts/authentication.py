@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
-from accounts import selectors
+from accounts import selectors, services
 from accounts.credentials import API_KEY_PREFIX
 from accounts.models import ApiKey, Organization, User
 
@@ -63,6 +63,7 @@ class BearerAuthentication(BaseAuthentication):
         api_key = selectors.api_key_for_credential(raw)
         if api_key is None:
             raise AuthenticationFailed("Invalid or revoked API key.")
+        services.api_key_touch(api_key=api_key)
         return ApiKeyActor(api_key.org), Credential(kind="key", api_key=api_key), api_key.org
 
     def _authenticate_session(self, raw: str) -> tuple[User, Credential, Organization]:

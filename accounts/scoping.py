@@ -3,7 +3,7 @@
 from rest_framework import viewsets
 from rest_framework.permissions import BasePermission
 
-from config.errors import Forbidden
+from config.errors import AuthenticationRequired, Forbidden
 
 
 class OrgScopedViewSet(viewsets.GenericViewSet):
@@ -13,8 +13,21 @@ class OrgScopedViewSet(viewsets.GenericViewSet):
         return super().get_queryset().for_org(self.request.org)
 
 
+class SessionRequired(BasePermission):
+    """The session routes under /v1/auth (me, logout, 2fa): only a session JWT is a credential there.
+
+    Auth routes take no credential but a session (spec, Authentication 3), so an API key is answered
+    like a missing credential: 401 `authentication_required`, not the 403 of `SessionOnly`.
+    """
+
+    def has_permission(self, request, view) -> bool:
+        if request.auth is not None and not request.auth.is_session:
+            raise AuthenticationRequired("This route needs a session token; API keys are not accepted.")
+        return True
+
+
 class SessionOnly(BasePermission):
-    """Routes for people (team, account settings): a session JWT, never an API key."""
+    """Resource routes for people (team, api-keys): a session JWT; an API key is 403, valid but not allowed."""
 
     def has_permission(self, request, view) -> bool:
         if request.auth is None or not request.auth.is_session:

@@ -1,17 +1,11 @@
 """Reads of the auth layer: credentials to principals."""
 
 import uuid
-from datetime import timedelta
-
-from django.utils import timezone
 
 from accounts import blocklist
 from accounts.credentials import api_key_lookup_id, digests_match
 from accounts.jwt_sessions import InvalidSessionToken, SessionClaims, session_token_decode
 from accounts.models import ApiKey, User
-
-# last_used_at is refreshed at most this often, so a busy key does not write on every request.
-LAST_USED_RESOLUTION = timedelta(seconds=60)
 
 
 def api_key_for_credential(raw: str) -> ApiKey | None:
@@ -24,15 +18,7 @@ def api_key_for_credential(raw: str) -> ApiKey | None:
     api_key = next(iter(found), None)
     if api_key is None or not digests_match(api_key.digest, raw):
         return None
-    _touch(api_key)
     return api_key
-
-
-def _touch(api_key: ApiKey) -> None:
-    now = timezone.now()
-    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
-        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
-        api_key.last_used_at = now
 
 
 def user_for_session_token(raw: str) -> tuple[User, SessionClaims] | None:

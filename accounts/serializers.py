@@ -62,16 +62,9 @@ class OrgOutput(serializers.Serializer):
     plan = serializers.CharField()
 
 
-class MeApiKeyOutput(serializers.Serializer):
-    key_id = serializers.UUIDField(source="pk")
-    name = serializers.CharField()
-    preview = serializers.CharField()
-
-
 class MeOutput(serializers.Serializer):
-    user = MeUserOutput(allow_null=True)
+    user = MeUserOutput()
     org = OrgOutput()
-    api_key = MeApiKeyOutput(required=False, help_text="Present when the caller used an API key (user is null).")
 
 
 class UserEnvelopeOutput(serializers.Serializer):

@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 from billing.plans import PLANS, upgrade_url
 from billing.selectors import usage_for_org
 from billing.serializers import PlanListOutput, UsageOutput
-from billing.throttles import VerifyIpThrottle
+from config.throttles import VerifyIpThrottle
 
 
 class PlanCatalogueView(APIView):

@@ -9,7 +9,7 @@ import functools
 
 from django.conf import settings
 
-from generators.keys import derive_key
+from config.hkdf import derive_key
 
 
 @functools.cache

@@ -74,7 +74,11 @@ def _decoded(raw: bytes, media_type: str | None) -> str:
 
 def _may_need_refusing(text: str) -> bool:
     """Cheap scans that let the usual body (few brackets, no surrogate escape) skip the walk of its value."""
-    return text.count("[") + text.count("{") > MAX_DEPTH or _SURROGATE_SOURCE.search(text) is not None
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        return True
+    if text.isascii():  # then only an escape can make a surrogate; str.find is far cheaper than the regex
+        return "\\u" in text and _SURROGATE_SOURCE.search(text) is not None
+    return _SURROGATE_SOURCE.search(text) is not None
 
 
 def _check_tree(value) -> None:

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.scoping import OrgScopedViewSet
-from billing.throttles import VerifyIpThrottle
+from config.throttles import VerifyIpThrottle
 from config.validation import validated
 from generators import selectors, services
 from generators import serializers as s

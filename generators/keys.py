@@ -1,4 +1,4 @@
-"""Encryption at rest for generator private keys (ML-DSA seeds), and key derivation.
+"""Encryption at rest for generator private keys (ML-DSA seeds).
 
 Blob layout (version 1)::
 
@@ -16,19 +16,12 @@ from __future__ import annotations
 import os
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 BLOB_VERSION_1 = 0x01
 KEK_BYTES = 32
 NONCE_BYTES = 12
 TAG_BYTES = 16
-DERIVED_KEY_BYTES = 32
-
-# A fixed, application-specific HKDF salt: the configured secrets are not uniformly
-# random strings, and the salt keeps our derivations apart from any other HKDF use.
-_HKDF_SALT = b"provenance-service/derive-key/v1"
 
 
 class KeyDecryptionError(Exception):
@@ -69,19 +62,6 @@ def decrypt_private_key(blob: bytes, kek: bytes, *, associated_data: bytes) -> b
     except InvalidTag as exc:
         # Deliberately vague: wrong KEK, wrong row and tampering look the same to an attacker.
         raise KeyDecryptionError("encrypted key blob failed authentication") from exc
-
-
-def derive_key(secret: str, purpose: str) -> bytes:
-    """Derive an independent 32-byte key for ``purpose`` from a configured secret (HKDF-SHA256).
-
-    Raises ValueError if ``secret`` or ``purpose`` is empty.
-    """
-    if not secret:
-        raise ValueError("derive_key needs a non-empty secret")
-    if not purpose:
-        raise ValueError("derive_key needs a non-empty purpose")
-    hkdf = HKDF(algorithm=hashes.SHA256(), length=DERIVED_KEY_BYTES, salt=_HKDF_SALT, info=purpose.encode())
-    return hkdf.derive(secret.encode())
 
 
 def _require_kek(kek: bytes) -> None:

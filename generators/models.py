@@ -7,8 +7,6 @@ from django.utils import timezone
 
 from accounts.models import Organization, OrgScopedQuerySet
 
-FORMATS = ("image", "audio", "text", "video")
-
 
 class Generator(models.Model):
     class Status(models.TextChoices):

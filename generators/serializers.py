@@ -3,7 +3,7 @@ import base64
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from generators.models import FORMATS
+from media_codecs import FAMILIES
 
 KID_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 
@@ -19,8 +19,8 @@ class GeneratorRegisterInput(serializers.Serializer):
     public_keys = PublicKeyInput(
         many=True, required=False, max_length=1,
         help_text="Omit (or send []) for a server-managed keypair; one key for client-managed.")
-    supported_formats = serializers.ListField(child=serializers.ChoiceField(choices=FORMATS), required=False,
-                                              allow_empty=False, max_length=len(FORMATS))
+    supported_formats = serializers.ListField(child=serializers.ChoiceField(choices=FAMILIES), required=False,
+                                              allow_empty=False, max_length=len(FAMILIES))
 
 
 class GeneratorRotateInput(serializers.Serializer):

@@ -12,7 +12,8 @@ from audit.services import audit_write
 from config.errors import NotFound, ValidationFailed
 from config.keyring import key_encryption_key
 from generators.keys import decrypt_private_key, encrypt_private_key
-from generators.models import FORMATS, Generator, GeneratorKey
+from generators.models import Generator, GeneratorKey
+from media_codecs import FAMILIES
 from provenance import crypto
 from webhooks.events import event_emit
 
@@ -117,8 +118,8 @@ def _sealing_context(generator_id: uuid.UUID, kid: str) -> bytes:
 
 def _valid_formats(formats: list[str] | None) -> list[str]:
     if formats is None:
-        return list(FORMATS)
-    unknown = sorted(set(formats) - set(FORMATS))
+        return list(FAMILIES)
+    unknown = sorted(set(formats) - set(FAMILIES))
     if unknown or not formats:
-        raise ValidationFailed(details={"supported_formats": [f"Choose from {', '.join(FORMATS)}."]})
-    return [f for f in FORMATS if f in formats]
+        raise ValidationFailed(details={"supported_formats": [f"Choose from {', '.join(FAMILIES)}."]})
+    return [f for f in FAMILIES if f in formats]

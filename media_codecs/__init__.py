@@ -6,6 +6,7 @@ Pure: bytes in, bytes out; no Django, no database, no network. Callers use `open
 
 from media_codecs.base import Codec, Media
 from media_codecs.errors import CodecError, CorruptMedia, MediaTooLarge, UnsupportedFormat
+from media_codecs.families import FAMILIES as FAMILIES
 from media_codecs.registry import detect, get_codec, open_media, register, registered_codecs
 
 __all__ = [

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from media_codecs.errors import CodecError
+from media_codecs.errors import CodecError, UnsupportedFormat
 
 T = TypeVar("T")
 
@@ -53,11 +53,20 @@ class Media:
         return f"<Media {self.codec.format} {len(self.data)} bytes>"
 
 
+# How sure a codec is that a head is its format (mutagen's `score`): the registry takes the best.
+SCORE_NONE = 0
+SCORE_FALLBACK = 1  # could be, with nothing to say so (plain text: any valid UTF-8)
+SCORE_WEAK = 20  # a marker found past the start, or a sign that is not a signature (HTML tags)
+SCORE_MAGIC = 100  # the format's signature where the format puts it
+
+
 class Codec(ABC):
     """One container format. Instances are stateless and shared through the registry.
 
-    Every method raises only `CodecError` subclasses (`UnsupportedFormat`, `CorruptMedia`,
-    `MediaTooLarge`) for bad input.
+    Every family has a token container (`embed_token`, `extract_token`, `strip_token`). The watermark
+    and the fingerprint are capabilities a codec may lack: callers check `can_watermark` and
+    `fingerprint_kind`, never the format's name. Every method raises only `CodecError` subclasses
+    (`UnsupportedFormat`, `CorruptMedia`, `MediaTooLarge`) for bad input.
     """
 
     format: ClassVar[str]
@@ -65,10 +74,16 @@ class Codec(ABC):
     mime_type: ClassVar[str]
     # Where the token travels, as verification reports it (addendum 5): "xmp" or another "metadata" box.
     token_source: ClassVar[str] = "metadata"
+    can_watermark: ClassVar[bool] = False
+    # What `fingerprint` returns ("image-phash"), or None for a format without a near-match fingerprint.
+    fingerprint_kind: ClassVar[str | None] = None
 
     @abstractmethod
-    def sniff(self, head: bytes) -> bool:
-        """Whether the first bytes of a file (up to 64) look like this format. Never raises."""
+    def score(self, head: bytes) -> int:
+        """How sure this codec is that a file starting with `head` (up to registry.HEAD_BYTES) is its format.
+
+        SCORE_NONE when it is not; SCORE_MAGIC for the format's signature. Never raises.
+        """
 
     @abstractmethod
     def parse(self, data: bytes) -> Any:
@@ -104,17 +119,17 @@ class Codec(ABC):
     def strip_token(self, content: bytes | Media) -> bytes:
         """Return the bytes `content_hash` covers: the content with our token container removed."""
 
-    @abstractmethod
     def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
-        """Return the content re-encoded in the same format with `mark_id` in it."""
+        """Return the content re-encoded in the same format with `mark_id` in it (when `can_watermark`)."""
+        raise UnsupportedFormat(f"{self.format} content carries no watermark")
 
-    @abstractmethod
     def extract_watermark(self, content: bytes | Media) -> int | None:
         """Return the mark id found in the content, or None (never a wrong id)."""
+        return None
 
-    @abstractmethod
-    def perceptual_hash(self, content: bytes | Media) -> str | None:
-        """Return a 16-hex-digit perceptual hash, or None where the format has none."""
+    def fingerprint(self, content: bytes | Media) -> str | None:
+        """Return the content's near-match fingerprint (16 hex digits) of `fingerprint_kind`, or None."""
+        return None
 
     def check_limits(self, content: bytes | Media) -> None:
         """Raise `MediaTooLarge` when the content passes a limit; parsing checks them all."""

@@ -1,20 +1,22 @@
-"""The table of codecs, keyed by format, and content sniffing over it.
+"""The table of codecs, keyed by format, and scored detection over it.
 
-Like Pillow's `accept(prefix)` and mutagen's `score`, detection asks each codec in turn
-whether the first bytes look like its format; the first to say yes wins. Built-in codecs
-are imported on first use so that importing `media_codecs` stays cheap.
+As mutagen's `File()` does, every codec scores the head of the data and the best score wins
+(registration order breaks ties): a signature at offset 0 beats a marker found further in,
+which beats a codec that merely could read the bytes (plain text, the lowest). A declared
+family restricts the candidates. Built-in codecs are imported on first use so that importing
+`media_codecs` stays cheap.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from media_codecs.base import Codec, Media
+from media_codecs.base import SCORE_NONE, Codec, Media
 from media_codecs.errors import UnsupportedFormat
 
-SNIFF_BYTES = 64
+HEAD_BYTES = 4096  # room for a PDF's %PDF within its first 1024 bytes, an HTML head, a text sample
 
-# Module paths of the built-in codecs, in sniffing order; each module exposes `CODEC`.
+# Module paths of the built-in codecs, in registration order; each module exposes `CODEC`.
 BUILTIN_CODEC_MODULES: tuple[str, ...] = (
     "media_codecs.image.jpeg",
     "media_codecs.image.png",
@@ -46,21 +48,28 @@ def _load_builtins() -> None:
 
 
 def registered_codecs() -> tuple[Codec, ...]:
-    """Every codec, in sniffing order."""
+    """Every codec, in registration order."""
     _load_builtins()
     return tuple(_codecs.values())
 
 
-def detect(data: bytes) -> Codec:
-    """Return the codec whose `sniff` accepts the first bytes of `data`.
+def detect(data: bytes, family: str | None = None) -> Codec:
+    """Return the codec that scores the head of `data` best, among `family`'s codecs if given.
 
-    Raises UnsupportedFormat when no codec recognises them.
+    Raises UnsupportedFormat when no codec (of the family) recognises the data.
     """
-    head = bytes(data[:SNIFF_BYTES])
+    head = bytes(data[:HEAD_BYTES])
+    best, best_score = None, SCORE_NONE
     for codec in registered_codecs():
-        if codec.sniff(head):
-            return codec
-    raise UnsupportedFormat("content is not in a supported format")
+        if family is not None and codec.family != family:
+            continue
+        score = codec.score(head)
+        if score > best_score:
+            best, best_score = codec, score
+    if best is None:
+        where = f" {family}" if family else ""
+        raise UnsupportedFormat(f"the content is not in a supported{where} format")
+    return best
 
 
 def get_codec(format: str) -> Codec:
@@ -75,10 +84,11 @@ def get_codec(format: str) -> Codec:
         raise UnsupportedFormat(f"no codec for format {format!r}") from None
 
 
-def open_media(data: bytes) -> Media:
-    """Detect the format of `data` and parse it once, checking every limit before anything decodes it.
+def open_media(data: bytes, family: str | None = None) -> Media:
+    """Detect the format of `data` (among `family`'s) and parse it once, checking every limit before
+    anything decodes it.
 
     Raises UnsupportedFormat for unknown content, MediaTooLarge over the limits, and
     CorruptMedia when the container cannot be read.
     """
-    return detect(data).open(data)
+    return detect(data, family).open(data)

@@ -8,8 +8,8 @@ class RecordAdmin(admin.ModelAdmin):
     list_display = ("id", "org", "generator", "model", "format", "signed_at")
     list_filter = ("format",)
     search_fields = ("id", "watermark_id", "content_hash", "org__name")
-    fields = ("id", "org", "generator", "key", "model", "watermark_id", "content_hash", "phash", "format",
-              "signed_at")
+    fields = ("id", "org", "generator", "key", "model", "watermark_id", "content_hash", "phash", "fingerprint_kind",
+              "format", "signed_at")
     readonly_fields = fields
 
     def has_add_permission(self, request) -> bool:

@@ -9,9 +9,10 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from billing.throttles import VerifyIpThrottle
+from config.throttles import VerifyIpThrottle
 from config.uploads import limit_uploads, uploaded_bytes
 from config.validation import validated
+from media_codecs import FAMILIES
 from provenance import selectors, services
 from provenance import serializers as s
 from provenance.c2pa_json import c2pa_manifest
@@ -49,7 +50,7 @@ class SignView(APIView):
                                                         "model": {"type": "string"},
                                                         "generator_id": {"type": "string", "format": "uuid"},
                                                         "format": {"type": "string",
-                                                                   "enum": ["image", "audio", "text", "video"]}}}},
+                                                                   "enum": list(FAMILIES)}}}},
         # The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
         responses={(201, "*/*"): OpenApiResponse(description="The signed content"), 404: GENERATOR_NOT_FOUND},
         tags=["signing"])

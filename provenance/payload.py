@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from provenance.canonical_json import canonicalize
 
+# The object a signature covers, exactly these keys (spec: Signed payload; `phash` is outside it).
+# The one list: records check `signed_payload` against it, signing and verification build it from it.
+SIGNED_FIELDS = ("content_hash", "generator_id", "model", "watermark_id")
 
-def signed_payload_bytes(*, content_hash: str, generator_id: str, model: str, watermark_id: str) -> bytes:
-    """Return the RFC 8785 canonical JSON of the four signed fields; raises TypeError for non-str values."""
-    fields = {
-        "content_hash": content_hash,
-        "generator_id": generator_id,
-        "model": model,
-        "watermark_id": watermark_id,
-    }
+
+def signed_payload_bytes(**fields: str) -> bytes:
+    """Return the RFC 8785 canonical JSON of the signed fields, given by name.
+
+    Raises TypeError unless the names are exactly SIGNED_FIELDS and every value is a str.
+    """
+    if sorted(fields) != sorted(SIGNED_FIELDS):
+        raise TypeError(f"the signed payload is exactly {', '.join(SIGNED_FIELDS)}; got {', '.join(sorted(fields))}")
     for name, value in fields.items():
         # Only strings: a UUID or int would have several plausible JSON spellings,
         # and a signature must cover exactly one.

@@ -24,3 +24,9 @@ def band_neighbours(value: int, radius: int) -> list[int]:
 def hamming(a_hex: str, b_hex: str) -> int:
     """Bits that differ between two 16-hex-digit hashes."""
     return (int(a_hex, 16) ^ int(b_hex, 16)).bit_count()
+
+
+def signed_value(phash_hex: str) -> int:
+    """The 64-bit hash as a signed integer (two's complement), as a BIGINT column holds it."""
+    value = int(phash_hex, 16)
+    return value - (1 << 64) if value >> 63 else value

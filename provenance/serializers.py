@@ -3,7 +3,7 @@ import base64
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from generators.models import FORMATS
+from media_codecs import FAMILIES
 from provenance import crypto
 from provenance.hashing import is_content_hash
 
@@ -94,4 +94,4 @@ class SignInput(serializers.Serializer):
 
     model = _signed_text(200)
     generator_id = serializers.CharField(max_length=64)
-    format = serializers.ChoiceField(choices=FORMATS, required=False)
+    format = serializers.ChoiceField(choices=FAMILIES, required=False)

@@ -16,12 +16,11 @@ from config.errors import ApiError, GeneratorServerManaged, SignatureInvalid, Va
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from provenance import crypto
-from provenance.models import Record
-from provenance.payload import signed_payload_bytes
-from provenance.phash_bands import phash_bands
+from provenance.models import FingerprintKind, Record
+from provenance.payload import SIGNED_FIELDS, signed_payload_bytes
+from provenance.phash_bands import phash_bands, signed_value
 from webhooks.events import event_emit
 
-SIGNED_FIELDS = ("content_hash", "generator_id", "model", "watermark_id")
 PARALLEL_VERIFY_MIN = 8  # signatures per thread below which a hand-off costs more than it saves
 
 
@@ -36,6 +35,7 @@ class RecordDraft:
     signature: bytes
     phash: str | None = None
     format: str | None = None
+    fingerprint_kind: str | None = None  # what `phash` is: the codec's kind (sign), image-phash (records)
     record_id: uuid.UUID | None = None  # preset when the token was minted before storing (POST /v1/sign)
 
 
@@ -121,8 +121,12 @@ def _unverified_draft(org: Organization, submission: Submission,
     expected = {field: getattr(submission, field) for field in SIGNED_FIELDS}
     if submission.signed_payload != expected:
         raise ValidationFailed(details={"signed_payload": [f"Must equal {{{', '.join(SIGNED_FIELDS)}}} sent."]})
+    # A client's `phash` is the image pHash (imagehash.phash, 64 bits) whatever the generator signs:
+    # the API carries no other kind, so it is only ever compared with image pHashes.
+    kind = FingerprintKind.IMAGE_PHASH if submission.phash else None
     draft = RecordDraft(key=key, content_hash=submission.content_hash, model=submission.model,
-                        watermark_id=submission.watermark_id, signature=submission.signature, phash=submission.phash)
+                        watermark_id=submission.watermark_id, signature=submission.signature, phash=submission.phash,
+                        fingerprint_kind=kind)
     return draft, signed_payload_bytes(**expected)
 
 
@@ -156,12 +160,17 @@ def _verify_pool() -> ThreadPoolExecutor:
 
 
 def _record_from(org: Organization, draft: RecordDraft) -> Record:
-    bands = phash_bands(draft.phash) if draft.phash else (None, None, None, None)
-    return Record(
+    record = Record(
         id=draft.record_id or uuid.uuid4(), org=org, generator_id=draft.key.generator_id, key=draft.key,
-        model=draft.model, watermark_id=draft.watermark_id, content_hash=draft.content_hash, phash=draft.phash,
-        phash_band0=bands[0], phash_band1=bands[1], phash_band2=bands[2], phash_band3=bands[3],
+        model=draft.model, watermark_id=draft.watermark_id, content_hash=draft.content_hash,
         signature=draft.signature, format=draft.format)
+    if draft.phash:
+        if not draft.fingerprint_kind:
+            raise ValueError("a fingerprint needs its kind")  # a programming error: codecs declare theirs
+        record.phash, record.fingerprint_kind = draft.phash, draft.fingerprint_kind
+        record.phash_value = signed_value(draft.phash)
+        record.phash_band0, record.phash_band1, record.phash_band2, record.phash_band3 = phash_bands(draft.phash)
+    return record
 
 
 def _sign_metadata(record: Record) -> dict:

@@ -19,6 +19,9 @@ from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_token
 from provenance.services import RecordDraft, record_create
 
+# The signed `watermark_id` of content whose format carries no watermark (video: a fingerprint only).
+NO_WATERMARK = "none"
+
 
 @dataclass(frozen=True)
 class SignedContent:
@@ -32,8 +35,9 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
                  declared_family: str | None) -> SignedContent:
     """Watermark `data`, embed its token, sign its hash and store the record (one transaction).
 
-    Checks run cheapest first, before any decoding: generator (404/403), mode (400), format (400),
-    quota (402). Raises those ApiErrors, PayloadTooLarge for media over the pixel limits, and
+    Checks run cheapest first, before any decoding: generator (404/403), mode (400), format among the
+    declared family's (400), structure and size limits (413), quota (402). The watermark is embedded
+    where the format has one. Raises those ApiErrors, ValidationFailed for malformed media, and
     FormatNotSupported for content the codecs cannot handle.
     """
     key = generator_for_signing(org=org, generator_id=generator_id)
@@ -42,21 +46,24 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     media = _media_for(data, declared_family, key.generator.supported_formats)
     codec = media.codec
     usage_precheck(org=org, count=1)
-    record_id, mark_id = uuid.uuid4(), secrets.randbits(64)
+    record_id = uuid.uuid4()
     token = record_token(record_id)
+    watermark_id = NO_WATERMARK
     with _codec_errors(codec):
-        marked = codec.open(codec.embed_watermark(media, mark_id))
-        del media  # the input's decoded pixels are not needed again: free them before decoding the output
-        signed = codec.open(codec.embed_token(marked, token))
+        if codec.can_watermark:
+            mark_id = secrets.randbits(64)
+            watermark_id = f"{mark_id:016x}"
+            media = codec.open(codec.embed_watermark(media, mark_id))  # the input's pixels go here
+        signed = codec.open(codec.embed_token(media, token))
         content_hash = content_hash_of(codec.strip_token(signed))
-        phash = codec.perceptual_hash(signed)
-    watermark_id = f"{mark_id:016x}"
+        phash = codec.fingerprint(signed)
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)
     signature = crypto.sign(generator_signing_seed(key), message)
     record = record_create(org=org, draft=RecordDraft(
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
-        phash=phash, format=codec.family, record_id=record_id))
+        phash=phash, fingerprint_kind=codec.fingerprint_kind if phash else None, format=codec.family,
+        record_id=record_id))
     return SignedContent(data=signed.data, record=record, token=token, codec=codec)
 
 
@@ -74,14 +81,13 @@ def _codec_errors(codec: Codec) -> Iterator[None]:
 
 
 def _media_for(data: bytes, declared_family: str | None, supported: list[str]) -> Media:
+    """Detect the content among the declared family's formats (or all) and parse it once."""
     try:
-        codec = detect(data)
+        codec = detect(data, declared_family)
     except CodecError:
-        raise FormatNotSupported("The content is not in a format the service can sign.") from None
-    with _codec_errors(codec):
-        media = codec.open(data)
-    if declared_family and declared_family != codec.family:
-        raise ValidationFailed(details={"format": [f"The content is {codec.family}, not {declared_family}."]})
+        family = f"{declared_family} " if declared_family else ""
+        raise FormatNotSupported(f"The content is not in a {family}format the service can sign.") from None
     if codec.family not in supported:
         raise FormatNotSupported(f"This generator does not sign {codec.family} content.")
-    return media
+    with _codec_errors(codec):
+        return codec.open(data)

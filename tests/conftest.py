@@ -79,17 +79,11 @@ def owner_client(owner, session_client):
 
 
 @pytest.fixture
-def emitted(monkeypatch):
-    """Every webhook event emitted during the test, as (org_id, kind, data) tuples."""
+def emitted():
+    """Every webhook event emitted during the test, by any module, as (org_id, kind, data) tuples."""
+    from webhooks.events import event_listen
+
     calls: list[tuple] = []
-    from webhooks import events
-
-    original = events.event_emit
-
-    def spy(*, org, kind, data):
-        original(org=org, kind=kind, data=data)
-        calls.append((org.pk, kind, data))
-
-    for module in ("billing.services", "generators.services", "provenance.services", "verification.services"):
-        monkeypatch.setattr(f"{module}.event_emit", spy)
-    return calls
+    stop = event_listen(lambda org, kind, data: calls.append((org.pk, kind, data)))
+    yield calls
+    stop()

@@ -6,7 +6,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from billing.throttles import VerifyIpThrottle
+from config.throttles import VerifyIpThrottle
 from config.uploads import limit_uploads, uploaded_bytes
 from config.validation import validated
 from verification import serializers as s

@@ -106,7 +106,7 @@ def _verify(data: bytes, media: Media | None, token: str | None) -> Verification
 
 
 def _watermark(media: Media | None) -> int | None:
-    if media is None:
+    if media is None or not media.codec.can_watermark:
         return None
     try:
         return media.codec.extract_watermark(media)
@@ -140,10 +140,10 @@ def _record_for_token(token: str, result: Verification) -> Record | None:
 
 def _record_for_phash(media: Media | None, result: Verification) -> Record | None:
     try:
-        phash = media.codec.perceptual_hash(media) if media else None
+        phash = media.codec.fingerprint(media) if media and media.codec.fingerprint_kind else None
     except CodecError:
         phash = None
-    record = selectors.record_for_phash(phash) if phash else None
+    record = selectors.record_for_fingerprint(kind=media.codec.fingerprint_kind, value=phash) if phash else None
     if record is not None:
         result.token_source = "phash"
     return record

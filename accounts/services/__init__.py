@@ -1,6 +1,6 @@
 """State changes of the accounts domain, one transaction each."""
 
-from accounts.services.api_keys import api_key_create, api_key_revoke
+from accounts.services.api_keys import api_key_create, api_key_revoke, api_key_touch
 from accounts.services.auth import (
     LoginResult,
     email_verify,
@@ -22,6 +22,7 @@ __all__ = [
     "LoginResult",
     "api_key_create",
     "api_key_revoke",
+    "api_key_touch",
     "email_verify",
     "password_forgot",
     "password_reset",

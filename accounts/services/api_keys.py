@@ -1,6 +1,7 @@
 """Organization API keys: created once with the value shown once, revoked at once."""
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -10,6 +11,8 @@ from accounts.models import ApiKey, Organization, User
 from config.errors import NotFound, ValidationFailed
 
 MAX_ACTIVE_KEYS_PER_ORG = 100
+# last_used_at is refreshed at most this often, so a busy key does not write on every request.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
 
 
 @dataclass(frozen=True)
@@ -38,3 +41,12 @@ def api_key_revoke(*, org: Organization, key_id) -> ApiKey:
         raise NotFound()
     ApiKey.objects.filter(pk=api_key.pk).update(revoked_at=timezone.now())
     return api_key
+
+
+def api_key_touch(*, api_key: ApiKey) -> None:
+    """Record that `api_key` was just used; writes at most once per LAST_USED_RESOLUTION (no query otherwise)."""
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        # One UPDATE, no transaction: concurrent requests may both write, each a correct "last used" time.
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from PIL import Image
 
-from media_codecs.base import Codec, Media
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Codec, Media
 from media_codecs.errors import MediaTooLarge
 from media_codecs.image import pixels
 from media_codecs.image.phash import phash_hex
@@ -23,11 +23,21 @@ from media_codecs.image.phash import phash_hex
 class ImageCodec(Codec):
     family = "image"
     token_source = "xmp"
+    can_watermark = True
+    fingerprint_kind = "image-phash"  # imagehash's 64-bit DCT pHash
     pillow_format: ClassVar[str]  # Pillow's name for the format ("JPEG")
     # Re-encoding holds the decoded image, a marked copy and the encoder's own buffers: each format's
     # limit keeps a signing worker under 500 MB (bench/hostile.py --sign measures it). Reading needs
     # only the decode, so verification accepts up to pixels.MAX_PIXELS.
     max_sign_pixels: ClassVar[int]
+
+    magic: ClassVar[tuple[tuple[int, bytes], ...]]  # (offset, bytes) that must all be there
+
+    def score(self, head: bytes) -> int:
+        """SCORE_MAGIC when the format's signature is in place, else SCORE_NONE."""
+        if all(head[offset : offset + len(value)] == value for offset, value in self.magic):
+            return SCORE_MAGIC
+        return SCORE_NONE
 
     @abstractmethod
     def canvas_size(self, container: Any) -> tuple[int, int]:
@@ -92,7 +102,7 @@ class ImageCodec(Codec):
         """Read the mark id from the luminance. Raises CorruptMedia, MediaTooLarge."""
         return pixels.read_watermark(self.decoded(content))
 
-    def perceptual_hash(self, content: bytes | Media) -> str | None:
+    def fingerprint(self, content: bytes | Media) -> str | None:
         """pHash of the decoded picture. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
         image = self.decoded(content)
         with pixels.decoder_errors():

@@ -179,11 +179,8 @@ class JpegCodec(ImageCodec):
     format = "jpeg"
     mime_type = "image/jpeg"
     pillow_format = "JPEG"
+    magic = ((0, b"\xff\xd8\xff"),)  # SOI, then the 0xFF of the first marker
     max_sign_pixels = 25_000_000  # a 6000 x 4000 camera frame
-
-    def sniff(self, head: bytes) -> bool:
-        """SOI followed by the 0xFF of the first marker."""
-        return head[:3] == b"\xff\xd8\xff"
 
     def parse(self, data: bytes) -> JpegContainer:
         return parse(data)

@@ -5,8 +5,9 @@ kept as the exact bytes read, and only the XMP chunk is added, replaced or dropp
 operations never touch image data. New chunks get a correct CRC-32 over type and data.
 
 Limits, checked while parsing and before any decoding: at most MAX_CHUNKS chunks (libpng writes
-8 KB IDAT chunks, so a 50 MB file has about 6,400; we allow ten times that) and exactly one
-IHDR, first. Pillow decodes a rebuilt file holding only IHDR, PLTE, tRNS, one IDAT and IEND.
+8 KB IDAT chunks, so a 50 MB file has about 6,400; we allow ten times that), of which at most
+MAX_METADATA_CHUNKS are not IDAT, and exactly one IHDR, first. Pillow decodes a rebuilt file
+holding only IHDR, PLTE, tRNS, one IDAT and IEND.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ XMP_KEYWORD = b"XML:com.adobe.xmp"
 _MAX_CHUNK_LENGTH = 2**31 - 1  # PNG 5.3: lengths above this are invalid
 _MAX_XMP_BYTES = 16 * 1024 * 1024  # bound on inflating a compressed XMP chunk
 MAX_CHUNKS = 65_536
+MAX_METADATA_CHUNKS = 4_096  # chunks other than IDAT: a real file has a few dozen
 _DECODER_CHUNKS = (b"IHDR", b"PLTE", b"tRNS")  # all Pillow needs besides the image data
 # Ancillary chunks whose meaning survives a change of pixel values with the same
 # colour type and bit depth; unknown ones are kept only when marked safe to copy.
@@ -91,9 +93,10 @@ def parse_chunks(data: bytes) -> tuple[list[Chunk], memoryview]:
     chunks: list[Chunk] = []
     position = len(SIGNATURE)
     chunk_type = b""
+    metadata_chunks = 0
     while chunk_type != b"IEND":
-        if len(chunks) >= MAX_CHUNKS:
-            raise MediaTooLarge(f"the PNG has more than {MAX_CHUNKS} chunks")
+        if len(chunks) >= MAX_CHUNKS or metadata_chunks > MAX_METADATA_CHUNKS:
+            raise MediaTooLarge(f"the PNG has more than {MAX_CHUNKS} chunks, or {MAX_METADATA_CHUNKS} besides IDAT")
         if position + 12 > len(data):
             raise CorruptMedia("the PNG is truncated before its IEND chunk")
         length = int.from_bytes(data[position : position + 4], "big")
@@ -104,6 +107,7 @@ def parse_chunks(data: bytes) -> tuple[list[Chunk], memoryview]:
         if chunk_type == b"IHDR" and chunks:
             raise CorruptMedia("the PNG has a second IHDR chunk")
         chunks.append(Chunk(chunk_type, view[position:end]))
+        metadata_chunks += chunk_type != b"IDAT"
         position = end
     if chunks[0].type != b"IHDR" or len(chunks[0].raw) != 25:
         raise CorruptMedia("the PNG does not start with a valid IHDR chunk")
@@ -172,11 +176,8 @@ class PngCodec(ImageCodec):
     format = "png"
     mime_type = "image/png"
     pillow_format = "PNG"
+    magic = ((0, SIGNATURE),)
     max_sign_pixels = 16_777_216  # 4096 x 4096
-
-    def sniff(self, head: bytes) -> bool:
-        """The eight-byte PNG signature."""
-        return head.startswith(SIGNATURE)
 
     def parse(self, data: bytes) -> tuple[list[Chunk], memoryview]:
         return parse_chunks(data)

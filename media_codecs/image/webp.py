@@ -7,8 +7,9 @@ is added and the XMP flag set. Stripping undoes exactly that, so a simple file c
 byte for byte. Chunks are kept as the exact bytes read; only the RIFF size is rewritten.
 
 Limit, checked while parsing: at most MAX_CHUNKS chunks (a still has at most six; an animation
-has one ANMF chunk per frame). Pillow decodes a rebuilt file holding only the first image:
-VP8X, ALPH and the bitstream, or VP8X, ANIM and the first frame of an animation.
+has one ANMF chunk per frame), of which at most MAX_METADATA_CHUNKS are not frames. The decoder
+gets a rebuilt still holding only the first image: ALPH and the bitstream, or those of the first
+frame of an animation.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from PIL import Image
 from media_codecs import xmp
 from media_codecs.base import Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
-from media_codecs.image import pixels
+from media_codecs.image import pixels, vp8
 from media_codecs.image.base import ImageCodec
 
 # VP8X flags byte (container spec, "Extended File Format"): Rsv Rsv I L E X A R.
@@ -29,8 +30,13 @@ FLAG_ICC, FLAG_ALPHA, FLAG_EXIF, FLAG_XMP, FLAG_ANIMATION = 0x20, 0x10, 0x08, 0x
 _IMAGE_CHUNKS = (b"VP8 ", b"VP8L")
 _PIXEL_CHUNKS = (b"ALPH", b"VP8 ", b"VP8L", b"ANIM", b"ANMF")
 _METADATA_ORDER = {b"ICCP": 0, b"EXIF": 2, b"XMP ": 3}  # image data sits at 1
-_LOSSY_QUALITY = 90  # re-encoding a lossy input; high enough that the mark is the main change
+# A lossy input is re-encoded at its own quality, estimated from its quantisers (vp8.py), so the file
+# keeps its size; never below this floor, which leaves the mark room to survive a later recompression
+# (it reads after quality 40 on the sample photographs), nor for a header we cannot read above 90.
+_MIN_LOSSY_QUALITY = 60
+_FALLBACK_QUALITY = 90
 MAX_CHUNKS = 65_536
+MAX_METADATA_CHUNKS = 1_024  # chunks other than animation frames: a still has at most six
 
 
 @dataclass(frozen=True)
@@ -78,9 +84,10 @@ def parse_chunks(data: bytes) -> tuple[list[Chunk], memoryview]:
 
 def _read_chunks(view: memoryview, position: int, end: int) -> list[Chunk]:
     chunks: list[Chunk] = []
+    frames = 0
     while position < end:
-        if len(chunks) >= MAX_CHUNKS:
-            raise MediaTooLarge(f"the WebP has more than {MAX_CHUNKS} chunks")
+        if len(chunks) >= MAX_CHUNKS or len(chunks) - frames > MAX_METADATA_CHUNKS:
+            raise MediaTooLarge(f"the WebP has more than {MAX_CHUNKS} chunks, or {MAX_METADATA_CHUNKS} besides frames")
         if position + 8 > end:
             raise CorruptMedia("a WebP chunk header is truncated")
         size = int.from_bytes(view[position + 4 : position + 8], "little")
@@ -88,7 +95,9 @@ def _read_chunks(view: memoryview, position: int, end: int) -> list[Chunk]:
         if payload_end > end:
             raise CorruptMedia("a WebP chunk runs past the end of the file")
         chunk_end = min(payload_end + size % 2, end)  # some writers drop the last padding byte
-        chunks.append(Chunk(bytes(view[position : position + 4]), view[position:chunk_end]))
+        fourcc = bytes(view[position : position + 4])
+        chunks.append(Chunk(fourcc, view[position:chunk_end]))
+        frames += fourcc == b"ANMF"
         position = chunk_end
     return chunks
 
@@ -213,11 +222,8 @@ class WebpCodec(ImageCodec):
     format = "webp"
     mime_type = "image/webp"
     pillow_format = "WEBP"
+    magic = ((0, b"RIFF"), (8, b"WEBP"))  # RIFF with form type WEBP
     max_sign_pixels = 16_777_216  # 4096 x 4096; libwebp's encoder needs about 20 bytes a pixel
-
-    def sniff(self, head: bytes) -> bool:
-        """RIFF with form type WEBP."""
-        return head[:4] == b"RIFF" and head[8:12] == b"WEBP"
 
     def parse(self, data: bytes) -> tuple[list[Chunk], memoryview]:
         return parse_chunks(data)
@@ -277,22 +283,29 @@ class WebpCodec(ImageCodec):
             raise UnsupportedFormat("animated WebPs cannot be watermarked")
 
     def reencode(self, media: Media, marked: Image.Image, options: dict[str, object]) -> bytes:
-        """Lossless stays lossless, lossy is re-encoded at q90; ICC, EXIF, XMP (with any token)
-        and unknown chunks are carried over byte for byte."""
+        """Lossless stays lossless, lossy is re-encoded at its own estimated quality; ICC, EXIF,
+        XMP (with any token) and unknown chunks are carried over byte for byte."""
         chunks, trailer = media.container
-        is_lossless = any(chunk.fourcc == b"VP8L" for chunk in chunks)
-        encoded, _ = parse_chunks(_encode(marked, is_lossless))
+        bitstream = next(chunk for chunk in chunks if chunk.fourcc in _IMAGE_CHUNKS)
+        encoder = {"lossless": True} if bitstream.fourcc == b"VP8L" else {"quality": _reencode_quality(bitstream)}
+        encoded, _ = parse_chunks(_encode(marked, encoder))
         image_chunks = [chunk for chunk in encoded if chunk.fourcc in _PIXEL_CHUNKS]
         return assemble(_with_metadata(image_chunks, chunks), trailer)
 
 
-def _encode(marked: Image.Image, is_lossless: bool) -> bytes:
+def _reencode_quality(vp8_chunk: Chunk) -> int:
+    try:
+        return max(_MIN_LOSSY_QUALITY, vp8.estimated_quality(vp8_chunk.head(vp8.HEADER_BYTES)))
+    except ValueError:
+        return _FALLBACK_QUALITY
+
+
+def _encode(marked: Image.Image, encoder: dict[str, object]) -> bytes:
     buffer = io.BytesIO()
     # exact=True keeps the colour under fully transparent pixels: libwebp would otherwise
     # flatten it, erasing the mark there (and changing the input's hidden colours).
-    options = {"lossless": True} if is_lossless else {"quality": _LOSSY_QUALITY}
     with pixels.decoder_errors():
-        marked.save(buffer, "WEBP", exact=True, **options)
+        marked.save(buffer, "WEBP", exact=True, **encoder)
     return buffer.getvalue()
 
 

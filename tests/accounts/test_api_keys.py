@@ -1,10 +1,16 @@
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.credentials import digest
 from accounts.models import ApiKey
+from accounts.selectors import api_key_for_credential
+from accounts.services import api_key_touch
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 URL = "/v1/api-keys"
+KEY_ROUTE = "/v1/generators"  # any route that takes a key; /v1/auth/me takes only a session
 
 
 def test_owner_creates_a_key_shown_once_and_stored_as_a_digest(owner_client, owner):
@@ -26,6 +32,19 @@ def test_a_key_authenticates_and_records_last_use(owner_client, api_client):
     key = owner_client.post(URL, {}, format="json").json()
     assert _key_route_status(api_client, {"HTTP_AUTHORIZATION": f"Bearer {key['key']}"}) == 200
     assert ApiKey.objects.get(pk=key["key_id"]).last_used_at is not None
+
+
+def test_looking_a_key_up_writes_nothing_and_touching_it_writes_once_a_minute(org):
+    raw = factories.make_api_key(org=org)
+    api_key = api_key_for_credential(raw)
+    assert api_key is not None and ApiKey.objects.get(pk=api_key.pk).last_used_at is None  # a read is a read
+    api_key_touch(api_key=api_key)
+    first_use = ApiKey.objects.get(pk=api_key.pk).last_used_at
+    assert first_use is not None
+    with CaptureQueriesContext(connection) as captured:
+        api_key_touch(api_key=api_key_for_credential(raw))
+    assert len(captured) == 1  # the lookup only: within the minute, no second write
+    assert ApiKey.objects.get(pk=api_key.pk).last_used_at == first_use
 
 
 def test_admin_can_create_and_revoke(session_client, admin_user):
@@ -54,12 +73,12 @@ def test_a_revoked_key_stops_working_at_once(owner_client, api_client, org):
 
 
 def _key_route_status(api_client, header) -> int:
-    return api_client.get("/v1/auth/me", **header).status_code
+    return api_client.get(KEY_ROUTE, **header).status_code
 
 
 @pytest.mark.parametrize("bad", ["svc_key_", "svc_key_short", "svc_key_" + "A" * 40, "svc_key_" + "!" * 40])
 def test_unknown_or_malformed_keys_are_401(api_client, bad):
-    response = api_client.get("/v1/auth/me", HTTP_AUTHORIZATION=f"Bearer {bad}")
+    response = api_client.get(KEY_ROUTE, HTTP_AUTHORIZATION=f"Bearer {bad}")
     assert response.status_code == 401
     assert response.json()["error"] == "authentication_required"
 

@@ -155,4 +155,5 @@ def test_disable_needs_a_valid_code(api_client, owner, owner_client, totp):
 def test_2fa_routes_need_a_session(api_client, org, key_client):
     for path in ("/v1/auth/2fa/setup", "/v1/auth/2fa/enable", "/v1/auth/2fa/disable"):
         assert api_client.post(path, {"otp": "123456"}, format="json").status_code == 401
-        assert key_client(org).post(path, {"otp": "123456"}, format="json").status_code == 403
+        response = key_client(org).post(path, {"otp": "123456"}, format="json")
+        assert response.status_code == 401 and response.json()["error"] == "authentication_required"

@@ -1,6 +1,7 @@
 import subprocess
 import sys
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -9,6 +10,7 @@ from accounts.models import Organization
 from billing.plans import PLANS, plan_allows, upgrade_url
 from tests import factories
 
+PROJECT = Path(__file__).resolve().parents[2]
 # addendum section 6, row by row: monthly, annual per month, annual total, included, overage, seats, admin
 ADDENDUM_TABLE = {
     "free": ("0", "0", "0", 500, "0", 2, False),
@@ -39,10 +41,16 @@ def test_upgrade_url_follows_the_addendum():
     assert upgrade_url("https://x.test/", "growth") == "https://x.test/dashboard/billing?plan=growth"
 
 
-def test_the_plan_table_imports_without_django():
+def test_the_plan_table_imports_without_django(tmp_path, monkeypatch):
+    # Started from a folder whose own `billing` package pulls Django in: the check must import ours
+    # whatever the working directory (`python -c` imports from its working directory first).
+    (tmp_path / "billing").mkdir()
+    (tmp_path / "billing" / "__init__.py").write_text("import django\n")
+    monkeypatch.chdir(tmp_path)
     code = ("import billing.plans, billing.periods, accounts.credentials, provenance.c2pa_json, "
             "provenance.phash_bands, sys; assert 'django' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": "/usr/bin:/bin"}, cwd=".")
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": "/usr/bin:/bin"}, cwd=PROJECT,
+                   timeout=60)
 
 
 @pytest.mark.django_db

@@ -30,12 +30,15 @@ def _statements(call) -> list[str]:
 
 def test_an_api_key_request_is_one_query(key_client, org):
     client = key_client(org)
-    client.get("/v1/auth/me")  # the first use records last_used_at (once a minute)
-    assert len(_statements(lambda: client.get("/v1/auth/me"))) == 1
+    client.get("/v1/billing/usage")  # the first use records last_used_at (once a minute)
+    # The key with its organization, then the route's own read of the month's usage.
+    assert len(_statements(lambda: client.get("/v1/billing/usage"))) == 2
 
 
 def test_a_session_request_is_one_query(owner_client):
     assert len(_statements(lambda: owner_client.get("/v1/auth/me"))) == 1
+    # The same key route as above: a session costs what a key costs.
+    assert len(_statements(lambda: owner_client.get("/v1/billing/usage"))) == 2
 
 
 def test_a_record_is_five_statements_plus_its_savepoint(key_client, org):

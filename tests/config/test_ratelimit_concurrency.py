@@ -125,7 +125,7 @@ def test_a_very_long_subject_is_counted_under_a_bounded_key():
 def test_fifty_concurrent_http_requests_on_one_plan_limit_let_exactly_the_limit_through(live_server, monkeypatch):
     monkeypatch.setitem(PLANS, "free", replace(PLANS["free"], requests_per_minute=LIMIT))
     key = factories.make_api_key(org=factories.make_org(plan="free"))
-    url = f"{live_server.url}/v1/auth/me"
+    url = f"{live_server.url}/v1/billing/usage"
     statuses = _all_at_once(lambda: requests.get(url, headers={"Authorization": f"Bearer {key}"},
                                                  timeout=60).status_code)
     assert sorted(statuses) == [200] * LIMIT + [429] * (CONCURRENCY - LIMIT)

@@ -4,7 +4,7 @@ from django.urls import include, path
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from billing.throttles import VerifyIpThrottle
+from config.throttles import VerifyIpThrottle
 
 
 class WhoAmIView(APIView):

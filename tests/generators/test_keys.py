@@ -1,4 +1,4 @@
-"""Encryption-at-rest and key-derivation tests for generator private keys."""
+"""Encryption-at-rest tests for generator private keys."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from generators.keys import KeyDecryptionError, decrypt_private_key, derive_key, encrypt_private_key
+from config.hkdf import derive_key
+from generators.keys import KeyDecryptionError, decrypt_private_key, encrypt_private_key
 
 KEK = bytes(range(32))
 SEED = os.urandom(32)
@@ -77,21 +78,7 @@ def test_kek_must_be_32_bytes(kek: bytes) -> None:
         decrypt_private_key(b"\x01" + bytes(60), kek, associated_data=AD)
 
 
-def test_derive_key_is_deterministic_32_bytes_and_separated_by_purpose() -> None:
-    key = derive_key("configured-secret", "private-key-encryption")
-    assert len(key) == 32
-    assert key == derive_key("configured-secret", "private-key-encryption")
-    assert key != derive_key("configured-secret", "record-token")
-    assert key != derive_key("other-secret", "private-key-encryption")
-
-
 def test_derived_key_works_as_a_kek() -> None:
     kek = derive_key("configured-secret", "private-key-encryption")
     blob = encrypt_private_key(SEED, kek, associated_data=AD)
     assert decrypt_private_key(blob, kek, associated_data=AD) == SEED
-
-
-@pytest.mark.parametrize(("secret", "purpose"), [("", "p"), ("s", "")])
-def test_derive_key_refuses_empty_inputs(secret: str, purpose: str) -> None:
-    with pytest.raises(ValueError):
-        derive_key(secret, purpose)

@@ -161,7 +161,7 @@ def assert_only_codec_errors(codec: Codec, data: bytes) -> None:
         codec.strip_token,
         lambda d: codec.embed_watermark(d, MARK_ID),
         codec.extract_watermark,
-        codec.perceptual_hash,
+        codec.fingerprint,
         codec.check_limits,
     ]
     for corrupted in corruptions(data):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import skimage.data
 from PIL import Image
 
 from media_codecs.image.watermark import (
@@ -41,8 +42,7 @@ def _jpeg(rgb: np.ndarray, quality: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def photo() -> np.ndarray:
-    data = pytest.importorskip("skimage.data")
-    return data.astronaut()
+    return skimage.data.astronaut()
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +117,7 @@ def test_different_ids_read_back_distinctly(photo):
 
 
 def test_an_odd_sized_grayscale_image_round_trips():
-    data = pytest.importorskip("skimage.data")
-    gray = data.camera()[:301, :257].astype(np.float32)
+    gray = skimage.data.camera()[:301, :257].astype(np.float32)
     marked = np.clip(np.rint(embed_luma(gray, MARK_ID)), 0, 255)
     assert extract_luma(marked) == MARK_ID
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
 from conftest import (
@@ -22,6 +20,7 @@ from conftest import (
 from PIL import Image, JpegImagePlugin
 
 from media_codecs import CodecError, MediaTooLarge, UnsupportedFormat, get_codec, xmp
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE
 from media_codecs.image import jpeg
 
 codec = get_codec("jpeg")
@@ -108,7 +107,6 @@ def test_watermark_keeps_size_mode_tables_sampling_and_metadata(stand_in_waterma
 def test_watermarked_jpeg_stays_within_fifteen_percent_of_the_input_size(name) -> None:
     # The real watermark: its mid-frequency noise is what costs bytes; the stand-in's
     # flat blocks would make this check meaningless.
-    pytest.importorskip("media_codecs.image.watermark")
     original = encode(photo(name), "JPEG", quality=90)
     marked = codec.embed_watermark(original, MARK_ID)
     assert len(marked) <= 1.15 * len(original)
@@ -134,7 +132,7 @@ def test_cmyk_and_too_small_images_cannot_be_watermarked(stand_in_watermark) -> 
         codec.embed_watermark(cmyk, MARK_ID)
     with pytest.raises(UnsupportedFormat, match="too small"):
         codec.embed_watermark(encode(photo("coffee")[:64, :64], "JPEG"), MARK_ID)
-    assert codec.perceptual_hash(cmyk) is not None
+    assert codec.fingerprint(cmyk) is not None
 
 
 def _with_declared_size(data: bytes, width: int, height: int) -> bytes:
@@ -148,7 +146,7 @@ def _with_declared_size(data: bytes, width: int, height: int) -> bytes:
 
 def test_pixel_count_is_checked_from_the_header_before_decoding(stand_in_watermark) -> None:
     huge = _with_declared_size(encode(photo("coffee"), "JPEG"), 60000, 60000)
-    for call in (codec.check_limits, codec.extract_watermark, codec.perceptual_hash):
+    for call in (codec.check_limits, codec.extract_watermark, codec.fingerprint):
         with pytest.raises(MediaTooLarge):
             call(huge)
     with pytest.raises(MediaTooLarge):
@@ -159,7 +157,7 @@ def test_pillow_bomb_check_is_reported_as_media_too_large(monkeypatch, stand_in_
     original = encode(photo("coffee"), "JPEG")
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
     with pytest.raises(MediaTooLarge):
-        codec.perceptual_hash(original)
+        codec.fingerprint(original)
 
 
 def test_garbage_and_truncated_files_raise_codec_errors_only(stand_in_watermark) -> None:
@@ -182,6 +180,6 @@ def test_exiftool_reads_our_token(tmp_path) -> None:
 
 
 def test_sniff_accepts_only_jpeg_heads() -> None:
-    assert codec.sniff(encode(photo("coffee"), "JPEG")[:64])
-    assert not codec.sniff(b"\xff\xd8")
-    assert not codec.sniff(io.BytesIO(b"\x89PNG\r\n\x1a\n").read())
+    assert codec.score(encode(photo("coffee"), "JPEG")[:64]) == SCORE_MAGIC
+    assert codec.score(b"\xff\xd8") == SCORE_NONE
+    assert codec.score(b"\x89PNG\r\n\x1a\n") == SCORE_NONE

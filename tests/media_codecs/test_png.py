@@ -131,7 +131,7 @@ def test_palette_sixteen_bit_and_tiny_pngs_cannot_be_watermarked(stand_in_waterm
     data = encode(image, "PNG")
     with pytest.raises(UnsupportedFormat, match=message):
         codec.embed_watermark(data, MARK_ID)
-    assert len(codec.perceptual_hash(data)) == 16
+    assert len(codec.fingerprint(data)) == 16
 
 
 def _with_declared_size(data: bytes, width: int, height: int) -> bytes:
@@ -142,7 +142,7 @@ def _with_declared_size(data: bytes, width: int, height: int) -> bytes:
 
 def test_pixel_count_is_checked_from_the_header_before_decoding(stand_in_watermark) -> None:
     huge = _with_declared_size(encode(photo("coffee"), "PNG"), 50000, 50000)
-    for call in (codec.check_limits, codec.extract_watermark, codec.perceptual_hash):
+    for call in (codec.check_limits, codec.extract_watermark, codec.fingerprint):
         with pytest.raises(MediaTooLarge):
             call(huge)
     with pytest.raises(MediaTooLarge):

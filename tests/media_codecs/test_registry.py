@@ -14,6 +14,7 @@ from media_codecs import (
     open_media,
     registry,
 )
+from media_codecs.base import SCORE_FALLBACK, SCORE_MAGIC, SCORE_NONE, SCORE_WEAK
 from media_codecs.image import png
 
 SAMPLES = {
@@ -37,10 +38,10 @@ def test_unknown_content_is_an_unsupported_format(data: bytes) -> None:
         detect(data)
 
 
-def test_sniffing_never_raises_on_short_heads() -> None:
+def test_scoring_never_raises_on_short_heads() -> None:
     for codec in media_codecs.registered_codecs():
         for length in range(0, 13):
-            assert codec.sniff(b"\xff\xd8\xff\x89PNG\r\nRIFF"[:length]) in (True, False)
+            assert codec.score(b"\xff\xd8\xff\x89PNG\r\nRIFF"[:length]) in (SCORE_NONE, SCORE_MAGIC)
 
 
 def test_unknown_format_names_are_an_unsupported_format() -> None:
@@ -48,17 +49,14 @@ def test_unknown_format_names_are_an_unsupported_format() -> None:
         get_codec("gif")
 
 
-def test_builtin_codecs_are_registered_in_sniffing_order() -> None:
+def test_builtin_codecs_are_registered_in_order() -> None:
     assert [codec.format for codec in media_codecs.registered_codecs()] == ["jpeg", "png", "webp"]
 
 
-class _Greeting(Codec):
-    """A toy codec: files that start with "hello"."""
+class _ToyCodec(Codec):
+    """Container-less stand-ins for the formats the next families bring; only `score` matters here."""
 
-    format, family, mime_type = "greeting", "text", "text/plain"
-
-    def sniff(self, head: bytes) -> bool:
-        return head.startswith(b"hello")
+    mime_type = "application/octet-stream"
 
     def parse(self, data: bytes) -> None:
         return None
@@ -72,27 +70,94 @@ class _Greeting(Codec):
     def strip_token(self, data: bytes) -> bytes:
         return data
 
-    def embed_watermark(self, data: bytes, mark_id: int) -> bytes:
-        return data
 
-    def extract_watermark(self, data: bytes) -> int | None:
-        return None
+class _Pdf(_ToyCodec):
+    format, family = "pdf", "text"
 
-    def perceptual_hash(self, data: bytes) -> str | None:
-        return None
-
-    def check_limits(self, data: bytes) -> None:
-        return None
+    def score(self, head: bytes) -> int:
+        # ISO 32000-1 annex H.3: readers accept %PDF- anywhere in the first 1024 bytes.
+        position = head[:1024].find(b"%PDF-")
+        return SCORE_NONE if position < 0 else SCORE_MAGIC if position == 0 else SCORE_WEAK
 
 
-def test_a_registered_codec_takes_part_in_detection(monkeypatch) -> None:
+class _Html(_ToyCodec):
+    format, family = "html", "text"
+
+    def score(self, head: bytes) -> int:
+        text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+        if text.startswith(b"<!doctype html"):
+            return SCORE_MAGIC
+        return SCORE_WEAK if any(tag in text[:1024] for tag in (b"<html", b"<head", b"<body")) else SCORE_NONE
+
+
+class _PlainText(_ToyCodec):
+    format, family = "plain", "text"
+
+    def score(self, head: bytes) -> int:
+        try:
+            text = head.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            return SCORE_NONE  # a multi-byte character cut by the head's end is not handled in a toy
+        printable = sum(character.isprintable() or character in "\t\r\n" for character in text)
+        return SCORE_FALLBACK if "\x00" not in text and printable >= 0.95 * len(text) else SCORE_NONE
+
+
+@pytest.fixture
+def toy_registry(monkeypatch) -> None:
     registry.registered_codecs()  # load the built-ins into the table we copy
     monkeypatch.setattr(registry, "_codecs", dict(registry._codecs))
-    codec = _Greeting()
-    media_codecs.register(codec)
-    assert detect(b"hello world") is codec
-    assert get_codec("greeting") is codec
-    assert detect(SAMPLES["png"]()) is get_codec("png")
+    for codec in (_PlainText(), _Html(), _Pdf()):
+        media_codecs.register(codec)
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", "pdf"),
+    (b"garbage a mailer added\r\n%PDF-1.4\n1 0 obj", "pdf"),  # bytes before %PDF
+    (b"<!DOCTYPE html><html><body>hi</body></html>", "html"),
+    (b"<html lang=en><head><title>t</title></head><body>no doctype</body></html>", "html"),
+    ("\ufeffPlain text with a BOM, caf\u00e9 \u2014 and more.\n".encode(), "plain"),
+    (b"Just words, no markup at all.\n", "plain"),
+], ids=["pdf", "pdf-after-junk", "html", "html-without-doctype", "text-with-bom", "text"])
+def test_the_best_score_wins(toy_registry, data: bytes, expected: str) -> None:
+    assert detect(data).format == expected
+
+
+def test_a_signature_beats_the_text_fallback(toy_registry) -> None:
+    for image_format, sample in SAMPLES.items():
+        assert detect(sample()).format == image_format
+    with pytest.raises(UnsupportedFormat):
+        detect(b"\x00\x01\x02 binary, not text")
+
+
+def test_a_declared_family_restricts_detection(toy_registry) -> None:
+    jpeg_bytes = SAMPLES["jpeg"]()
+    assert detect(jpeg_bytes, "image").format == "jpeg"
+    with pytest.raises(UnsupportedFormat, match="audio"):
+        detect(jpeg_bytes, "audio")
+    with pytest.raises(UnsupportedFormat, match="text"):
+        detect(jpeg_bytes, "text")
+    assert detect(b"<html><body>x</body></html>", "text").format == "html"
+
+
+def test_detection_ignores_names_and_reports_truncation() -> None:
+    png_bytes = SAMPLES["png"]()
+    assert detect(png_bytes).format == "png"  # whatever the upload was called: only bytes are read
+    with pytest.raises(UnsupportedFormat):
+        open_media(b"")
+    with pytest.raises(CorruptMedia):
+        open_media(SAMPLES["jpeg"]()[:200])
+    with pytest.raises(CorruptMedia):
+        open_media(png_bytes[:60])
+
+
+def test_capabilities_are_declared_not_inferred_from_names() -> None:
+    for codec in media_codecs.registered_codecs():
+        assert codec.family == "image" and codec.can_watermark and codec.fingerprint_kind == "image-phash"
+    toy = _PlainText()
+    assert not toy.can_watermark and toy.fingerprint_kind is None
+    assert toy.extract_watermark(b"text") is None and toy.fingerprint(b"text") is None
+    with pytest.raises(UnsupportedFormat):
+        toy.embed_watermark(b"text", 1)
 
 
 def test_open_media_checks_the_header_limits() -> None:

@@ -14,6 +14,7 @@ PURE_MODULES = [
     "provenance.payload",
     "provenance.tokens",
     "generators.keys",
+    "config.hkdf",
 ]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -51,6 +51,19 @@ def test_the_public_record_has_the_addendum_fields(key_client, org, body, api_cl
     assert record["org"] == org.name and record["format"] is None and record["signed_at"].endswith("Z")
 
 
+def test_a_client_phash_is_stored_as_an_image_phash_and_shown_unchanged(key_client, org, body, api_client):
+    created = key_client(org).post(URL, body, format="json").json()
+    record = Record.objects.get(pk=created["record_id"])
+    assert (record.fingerprint_kind, record.phash_value) == ("image-phash", 0x8F0F0F0F0F0F0F0F - (1 << 64))
+    assert api_client.get(f"{URL}/{created['record_id']}").json()["phash"] == "8f0f0f0f0f0f0f0f"
+
+
+def test_a_record_without_phash_has_no_fingerprint_kind(key_client, org, body):
+    del body["phash"]
+    created = key_client(org).post(URL, body, format="json").json()
+    assert Record.objects.get(pk=created["record_id"]).fingerprint_kind is None
+
+
 def test_an_unknown_record_is_404(api_client):
     assert api_client.get(f"{URL}/00000000-0000-0000-0000-000000000000").status_code == 404
     assert api_client.get(f"{URL}/not-a-uuid").status_code == 404

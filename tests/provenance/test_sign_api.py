@@ -43,7 +43,8 @@ def test_signing_returns_the_same_format_watermarked_with_its_token(key_client, 
     record = Record.objects.get(pk=record_id)
     assert record.content_hash == content_hash_of(codec.strip_token(signed))
     assert record.watermark_id == f"{codec.extract_watermark(signed):016x}"
-    assert record.format == "image" and record.phash == codec.perceptual_hash(signed)
+    assert record.format == "image" and record.phash == codec.fingerprint(signed)
+    assert record.fingerprint_kind == codec.fingerprint_kind == "image-phash"
     assert AuditEvent.objects.filter(org=org, type="sign").count() == 1
     assert UsageCounter.objects.get(org=org).signatures_used == 1
     assert [kind for _, kind, _ in emitted] == ["record.created"]
@@ -56,9 +57,10 @@ def test_a_signed_jpeg_keeps_its_quantisation_and_size(key_client, org, generato
     assert len(signed) < len(original) * 1.2
 
 
-def test_the_declared_format_must_match_the_content(key_client, org, generator):
+def test_content_outside_the_declared_family_is_format_not_supported(key_client, org, generator):
     response = _sign(key_client(org), generator, photo_bytes(), format="audio")
-    assert response.status_code == 400 and response.json()["error"] == "validation_error"
+    assert response.status_code == 400 and response.json()["error"] == "format_not_supported"
+    assert not Record.objects.exists()
 
 
 def test_a_format_the_generator_does_not_list_is_400(key_client, org):

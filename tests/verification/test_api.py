@@ -125,7 +125,7 @@ def test_a_client_record_with_a_phash_is_found_without_token_or_watermark(api_cl
     codec = get_codec("png")
     generator, seed = factories.make_client_generator(org=org)
     body = factories.record_body(generator=generator, seed=seed, content=content,
-                                 phash=codec.perceptual_hash(content))
+                                 phash=codec.fingerprint(content))
     record_id = key_client(org).post("/v1/records", body, format="json").json()["record_id"]
     result = _verify(api_client, content)
     assert (result["token_source"], result["record_id"], result["authentic"]) == ("phash", record_id, True)
@@ -191,3 +191,27 @@ def test_a_batch_counts_as_many_verifications_as_it_has_items(api_client, settin
     settings.VERIFY_RATE_PER_MINUTE = 12
     too_many = api_client.post(f"{URL}/batch", {"items": items + items}, format="json")
     assert too_many.status_code == 429  # 6 + 1 + 10 > 12: refused before any item is verified
+
+
+@pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])
+def test_a_png_verification_parses_and_decodes_the_file_once(api_client, key_client, org, generator,
+                                                             monkeypatch, signed):
+    content = photo_bytes("coffee", "png")
+    if signed:
+        content = _sign(key_client(org), generator, content).content
+    codec_class = type(get_codec("png"))
+    calls = {"parse": 0, "decode": 0}
+
+    def counted(name):
+        original = getattr(codec_class, name)
+
+        def wrapper(self, data):
+            calls[name] += 1
+            return original(self, data)
+        return wrapper
+
+    monkeypatch.setattr(codec_class, "parse", counted("parse"))
+    monkeypatch.setattr(codec_class, "decode", counted("decode"))
+    result = _verify(api_client, content)
+    assert result["authentic"] is signed
+    assert calls == {"parse": 1, "decode": 1}  # token, watermark, pHash and hash all share one parse

@@ -84,7 +84,16 @@ def test_the_structural_limits_sit_far_above_real_files():
     # A camera JPEG has about ten segments, libpng's 8 KB IDATs give ~6,400 chunks at 50 MB, a still
     # WebP has at most six chunks, libjpeg's progressive script has ten scans.
     assert jpeg.MAX_HEADER_SEGMENTS >= 4096 and png.MAX_CHUNKS >= 65_536 and webp.MAX_CHUNKS >= 65_536
-    assert jpeg.MAX_SCANS >= 100
+    assert png.MAX_METADATA_CHUNKS >= 4096 and webp.MAX_METADATA_CHUNKS >= 1024 and jpeg.MAX_SCANS >= 100
+
+
+def test_a_png_of_many_idat_chunks_is_refused_past_the_chunk_limit(api_client):
+    png_bytes = hm.png_with_empty_chunks(0)
+    empty_idat = b"\x00\x00\x00\x00IDAT" + (0x35AF061E).to_bytes(4, "big")  # CRC-32 of "IDAT"
+    first_idat = png_bytes.find(b"IDAT") - 4
+    bomb = png_bytes[:first_idat] + empty_idat * png.MAX_CHUNKS + png_bytes[first_idat:]
+    response, seconds = _timed(lambda: api_client.post("/v1/verify", {"content": io.BytesIO(bomb)}, format="multipart"))
+    _assert_refused_as_too_large(response, seconds)
 
 
 def test_just_under_the_segment_limit_is_still_verified(api_client):

@@ -1,0 +1,69 @@
+"""The codec contract, run against every registered codec: a new format joins by registering and
+adding a sample file to SAMPLES (the first test fails until it does)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+import pytest
+from conftest import MARK_ID, OTHER_TOKEN, TOKEN, corruptions, encode, photo
+
+from media_codecs import CodecError, detect, get_codec, registered_codecs
+from media_codecs.base import SCORE_MAGIC, Media
+
+SAMPLES = {
+    "jpeg": lambda: encode(photo("coffee"), "JPEG", quality=90),
+    "png": lambda: encode(photo("coffee"), "PNG"),
+    "webp": lambda: encode(photo("coffee"), "WEBP", quality=90),
+}
+FORMATS = [codec.format for codec in registered_codecs()]
+
+
+def test_every_registered_codec_has_a_contract_sample() -> None:
+    assert sorted(SAMPLES) == sorted(FORMATS)
+
+
+@pytest.fixture(params=FORMATS)
+def case(request):
+    return get_codec(request.param), SAMPLES[request.param]()
+
+
+def test_the_codec_scores_its_own_files_highest(case) -> None:
+    codec, sample = case
+    assert codec.score(sample[:4096]) == SCORE_MAGIC
+    assert detect(sample) is codec and detect(sample, codec.family) is codec
+
+
+def test_open_parses_once_into_a_media_every_method_takes(case) -> None:
+    codec, sample = case
+    media = codec.open(sample)
+    assert isinstance(media, Media) and media.codec is codec and media.data == sample
+    assert codec.extract_token(media) is None
+    assert codec.strip_token(media) == codec.strip_token(sample)
+
+
+def test_the_token_round_trips_and_replaces(case) -> None:
+    codec, sample = case
+    signed = codec.embed_token(sample, TOKEN)
+    assert codec.extract_token(signed) == TOKEN
+    assert codec.strip_token(signed) == codec.strip_token(sample)
+    resigned = codec.embed_token(signed, OTHER_TOKEN)
+    assert codec.extract_token(resigned) == OTHER_TOKEN
+    assert codec.strip_token(resigned) == codec.strip_token(sample)
+
+
+def test_capabilities_do_what_they_declare(case, stand_in_watermark) -> None:
+    codec, sample = case
+    if codec.can_watermark:
+        assert codec.extract_watermark(codec.embed_watermark(sample, MARK_ID)) == MARK_ID
+    if codec.fingerprint_kind is not None:
+        assert re.fullmatch(r"[0-9a-f]{16}", codec.fingerprint(sample))
+
+
+def test_bad_bytes_raise_only_codec_errors(case) -> None:
+    codec, sample = case
+    for corrupted in corruptions(sample):
+        for call in (codec.open, codec.extract_token, codec.strip_token, lambda data: codec.embed_token(data, TOKEN)):
+            with contextlib.suppress(CodecError):  # any other exception fails the test
+                call(corrupted)

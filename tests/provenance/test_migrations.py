@@ -1,0 +1,37 @@
+"""provenance 0002: records stored before fingerprint kinds get theirs."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from generators.models import GeneratorKey
+from provenance.models import Record
+from provenance.phash_bands import phash_bands, signed_value
+from tests import factories
+
+BEFORE = [("provenance", "0001_initial")]
+AFTER = [("provenance", "0002_fingerprint_kind")]
+
+
+def _migrate(targets) -> MigrationExecutor:
+    executor = MigrationExecutor(connection)
+    executor.migrate(targets)
+    return executor
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stored_phashes_become_image_phashes_with_their_signed_value(org):
+    key = GeneratorKey.objects.get(generator=factories.make_generator(org=org))
+    old_record = _migrate(BEFORE).loader.project_state(BEFORE).apps.get_model("provenance", "Record")
+    try:
+        phashes = ["8f0f12345678abcd", "7fffffffffffffff", "8000000000000000", "0000000000000001", None]
+        for index, phash in enumerate(phashes):
+            bands = phash_bands(phash) if phash else (None,) * 4
+            old_record.objects.create(org_id=org.pk, generator_id=key.generator_id, key_id=key.pk, model="m",
+                                      watermark_id=f"wm-{index}", content_hash="sha3-256:" + "0" * 64,
+                                      signature=b"\0", phash=phash, phash_band0=bands[0], phash_band1=bands[1],
+                                      phash_band2=bands[2], phash_band3=bands[3])
+    finally:
+        _migrate(AFTER)
+    stored = {r.phash: (r.fingerprint_kind, r.phash_value) for r in Record.objects.all()}
+    assert stored == {phash: ("image-phash", signed_value(phash)) for phash in phashes[:-1]} | {None: (None, None)}

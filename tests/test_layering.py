@@ -1,0 +1,73 @@
+"""Which module may know what: checked on the source, so a shortcut fails here rather than in review.
+
+- `config` is the ground floor: it imports no app.
+- The per-IP throttles are infrastructure (config); billing keeps only the per-plan one.
+- The signed fields and the content families are each spelled out once.
+"""
+
+import ast
+from pathlib import Path
+
+import billing.throttles
+import config.throttles
+from media_codecs import FAMILIES
+from provenance.payload import SIGNED_FIELDS
+
+PROJECT = Path(__file__).resolve().parents[1]
+APPS = ("accounts", "audit", "billing", "generators", "provenance", "verification", "webhooks", "teams")
+
+
+def _source_files(*roots: str) -> list[Path]:
+    """The project's Python source under `roots` (default: every app, config and media_codecs)."""
+    folders = [PROJECT / root for root in roots or (*APPS, "config", "media_codecs")]
+    return sorted(path for folder in folders for path in folder.rglob("*.py") if "migrations" not in path.parts)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+    return modules
+
+
+def _string_collections(path: Path) -> list[set[str]]:
+    """The string constants of every tuple, list, set and dict (keys) literal in a module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if isinstance(node, ast.Tuple | ast.List | ast.Set | ast.Dict) and items:
+            found.append({item.value for item in items if isinstance(item, ast.Constant)
+                          and isinstance(item.value, str)})
+    return found
+
+
+def _modules_spelling_out(values: tuple[str, ...]) -> set[str]:
+    return {str(path.relative_to(PROJECT)) for path in _source_files()
+            if any(set(values) <= strings for strings in _string_collections(path))}
+
+
+def test_config_imports_no_app():
+    offenders = {f"{path.relative_to(PROJECT)}: {module}" for path in _source_files("config")
+                 for module in _imported_modules(path) if module.split(".")[0] in APPS}
+    assert offenders == set()
+
+
+def test_the_per_ip_throttles_live_in_config_and_billing_keeps_the_plan_limit():
+    assert {"client_ip", "IpThrottle", "VerifyIpThrottle", "AuthIpThrottle"} <= set(vars(config.throttles))
+    assert not {"client_ip", "IpThrottle", "VerifyIpThrottle", "AuthIpThrottle"} & set(vars(billing.throttles))
+    importers = {str(path.relative_to(PROJECT)) for path in _source_files()
+                 if "billing.throttles" in _imported_modules(path)}
+    assert importers == set()  # only the DEFAULT_THROTTLE_CLASSES setting names it
+
+
+def test_the_signed_fields_are_spelled_out_once():
+    assert SIGNED_FIELDS == ("content_hash", "generator_id", "model", "watermark_id")
+    assert _modules_spelling_out(SIGNED_FIELDS) == {"provenance/payload.py"}
+
+
+def test_the_families_are_spelled_out_once_by_media_codecs():
+    assert FAMILIES == ("image", "audio", "text", "video")
+    assert _modules_spelling_out(FAMILIES) == {"media_codecs/families.py"}
