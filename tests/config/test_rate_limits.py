@@ -7,6 +7,7 @@ from django.test import override_settings
 from billing.plans import PLANS
 from config import ratelimit
 from tests import factories
+from tests.redis_server import requires_redis
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.config.urls_probe")]
 WHOAMI = "/v1/probe/whoami"
@@ -71,17 +72,7 @@ def test_behind_a_trusted_proxy_the_forwarded_address_counts(api_client, setting
     assert api_client.get("/v1/probe/public", HTTP_X_FORWARDED_FOR="1.1.1.1").status_code == 429
 
 
-def _redis_available() -> bool:
-    try:
-        import redis
-
-        redis.Redis(host="127.0.0.1", port=6379, socket_connect_timeout=0.5).ping()
-        return True
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _redis_available(), reason="Redis is not running on 127.0.0.1:6379")
+@requires_redis
 def test_the_counter_is_shared_through_redis():
     redis_cache = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                                "LOCATION": "redis://127.0.0.1:6379/15"}}
@@ -103,7 +94,7 @@ def test_the_counter_is_shared_through_redis():
         cache.clear()
 
 
-@pytest.mark.skipif(not _redis_available(), reason="Redis is not running on 127.0.0.1:6379")
+@requires_redis
 def test_logout_blocklists_through_redis(api_client, owner):
     redis_cache = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                                "LOCATION": "redis://127.0.0.1:6379/15"}}

@@ -22,6 +22,7 @@ from django.test import override_settings
 from billing.plans import PLANS
 from config import ratelimit
 from tests import factories
+from tests.redis_server import requires_redis
 
 CONCURRENCY = 50
 LIMIT = 20
@@ -29,16 +30,6 @@ PROJECT = Path(__file__).resolve().parents[2]
 # Database 14, apart from test_rate_limits.py's 15, which other xdist workers flush mid-run.
 REDIS_CACHE = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                            "LOCATION": "redis://127.0.0.1:6379/14"}}
-
-
-def _redis_available() -> bool:
-    try:
-        import redis
-
-        redis.Redis(host="127.0.0.1", port=6379, socket_connect_timeout=0.5).ping()
-        return True
-    except Exception:
-        return False
 
 
 def _all_at_once(call, count: int = CONCURRENCY) -> list:
@@ -89,7 +80,7 @@ def test_fifty_concurrent_hits_on_postgresql_admit_exactly_the_limit():
     _assert_exactly_the_limit_admitted([state.count for state in states])
 
 
-@pytest.mark.skipif(not _redis_available(), reason="Redis is not running on 127.0.0.1:6379")
+@requires_redis
 def test_fifty_concurrent_hits_on_redis_admit_exactly_the_limit():
     subject = f"redis-subject-{uuid.uuid4()}"  # nothing else counts on it; no flush needed
     with override_settings(CACHES=REDIS_CACHE):
