@@ -4,7 +4,6 @@ import binascii
 from rest_framework import serializers
 
 MAX_BATCH_ITEMS = 50  # spec: batch verify items
-MAX_ITEM_BYTES = 50 * 1024 * 1024
 
 
 class VerifyInput(serializers.Serializer):
@@ -14,13 +13,12 @@ class VerifyInput(serializers.Serializer):
 
 
 class Base64ContentField(serializers.Field):
-    """Base64 file content (standard alphabet), decoded to bytes; at most 50 MB decoded."""
+    """Base64 file content (standard alphabet), decoded to bytes. Sizes are bounded by the body limit
+    (verification/api.py) and the batch budget (verification/services.py)."""
 
     def to_internal_value(self, data) -> bytes:
         if not isinstance(data, str) or not data:
             raise serializers.ValidationError("Expected the base64 text of a file.")
-        if len(data) > 4 * MAX_ITEM_BYTES // 3 + 4:
-            raise serializers.ValidationError("An item is limited to 50 MB.")
         try:
             return base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError):
