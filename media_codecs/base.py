@@ -131,9 +131,5 @@ class Codec(ABC):
         """Return the content's near-match fingerprint (16 hex digits) of `fingerprint_kind`, or None."""
         return None
 
-    def check_limits(self, content: bytes | Media) -> None:
-        """Raise `MediaTooLarge` when the content passes a limit; parsing checks them all."""
-        self.media(content)
-
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.format}>"

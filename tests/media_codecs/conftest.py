@@ -162,7 +162,7 @@ def assert_only_codec_errors(codec: Codec, data: bytes) -> None:
         lambda d: codec.embed_watermark(d, MARK_ID),
         codec.extract_watermark,
         codec.fingerprint,
-        codec.check_limits,
+        codec.open,
     ]
     for corrupted in corruptions(data):
         for call in calls:
