@@ -6,6 +6,12 @@ from accounts import blocklist
 from accounts.credentials import api_key_lookup_id, digests_match
 from accounts.jwt_sessions import InvalidSessionToken, SessionClaims, session_token_decode
 from accounts.models import ApiKey, User
+from config.hot_sql import ChildWithParent
+
+# Every authenticated request runs one of these: SQL built once (config.hot_sql.py).
+# lookup_id and the primary key are unique, so LIMIT 1 needs no ORDER BY.
+_ACTIVE_KEY_BY_LOOKUP_ID = ChildWithParent(ApiKey, "org", match=("lookup_id",), also="{child}.revoked_at IS NULL")
+_ACTIVE_USER_BY_ID = ChildWithParent(User, "org", match=("id",), also="{child}.is_active")
 
 
 def api_key_for_credential(raw: str) -> ApiKey | None:
@@ -13,9 +19,7 @@ def api_key_for_credential(raw: str) -> ApiKey | None:
     lookup_id = api_key_lookup_id(raw)
     if lookup_id is None:
         return None
-    # lookup_id is unique: no ORDER BY (first() would add one), just LIMIT 1.
-    found = ApiKey.objects.select_related("org").filter(lookup_id=lookup_id, revoked_at__isnull=True).order_by()[:1]
-    api_key = next(iter(found), None)
+    api_key = _ACTIVE_KEY_BY_LOOKUP_ID.get(lookup_id)
     if api_key is None or not digests_match(api_key.digest, raw):
         return None
     return api_key
@@ -33,8 +37,7 @@ def user_for_session_token(raw: str) -> tuple[User, SessionClaims] | None:
         user_id = uuid.UUID(claims.user_id)
     except (ValueError, TypeError, AttributeError):
         return None
-    found = User.objects.select_related("org").filter(pk=user_id, is_active=True).order_by()[:1]
-    user = next(iter(found), None)
+    user = _ACTIVE_USER_BY_ID.get(user_id)
     if user is None or str(user.org_id) != claims.org_id:
         return None
     if user.sessions_valid_after and claims.iat < int(user.sessions_valid_after.timestamp()):

@@ -2,6 +2,9 @@
 
 from accounts.models import Organization
 from audit.models import AuditEvent
+from config.hot_sql import RowInserter
+
+_insert_events = RowInserter(AuditEvent).insert  # every signature writes one (config/hot_sql.py)
 
 
 def audit_write(*, org: Organization, type: str, metadata: dict) -> AuditEvent:
@@ -11,4 +14,4 @@ def audit_write(*, org: Organization, type: str, metadata: dict) -> AuditEvent:
 
 def audit_write_many(*, org: Organization, type: str, metadatas: list[dict]) -> list[AuditEvent]:
     """Append one event per metadata object in a single INSERT (batches)."""
-    return AuditEvent.objects.bulk_create([AuditEvent(org=org, type=type, metadata=m) for m in metadatas])
+    return _insert_events([AuditEvent(org=org, type=type, metadata=m) for m in metadatas])

@@ -7,7 +7,7 @@ Production shape: gunicorn with 2 gthread workers (keep-alive), PostgreSQL, Redi
 DEBUG off. Credentials rotate over organizations on the Scale plan so the per-plan rate limiter
 runs on every request without ever answering 429.
 
-    .venv/bin/python bench/auth.py [--duration 10] [--connections 8] [--worker-class gthread|sync]
+    .venv/bin/python bench/auth.py [--duration 10] [--connections 8] [--worker-class balanced|gthread|sync]
 """
 
 import sys

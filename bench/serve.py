@@ -67,16 +67,26 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# --worker-class names: production's (gunicorn.conf.py) and gunicorn's own two.
+WORKER_CLASSES = {"balanced": "config.gunicorn_worker.BalancedThreadWorker", "gthread": "gthread", "sync": "sync"}
+
+
 @contextlib.contextmanager
-def gunicorn(env: dict[str, str], *, workers: int = 2, worker_class: str = "sync", threads: int = 1):
-    """Serve config.wsgi on a free loopback port; yields the base URL; stops the server afterwards."""
+def gunicorn(env: dict[str, str], *, workers: int = 2, worker_class: str = "balanced", threads: int = 1,
+             on_start=None):
+    """Serve config.wsgi on a free loopback port; yields the base URL; stops the server afterwards.
+
+    `on_start(process, port)`, if given, is called once the port answers (to find the workers, say).
+    """
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-               "--workers", str(workers), "--worker-class", worker_class, "--threads", str(threads),
-               "--log-level", "warning", "--keep-alive", "5"]
+               "--workers", str(workers), "--worker-class", WORKER_CLASSES[worker_class],
+               "--threads", str(threads), "--log-level", "warning", "--keep-alive", "5"]
     process = subprocess.Popen(command, cwd=ROOT, env=env)
     try:
         _wait_for_port(port)
+        if on_start:
+            on_start(process, port)
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
@@ -154,7 +164,8 @@ def server_arguments(doc: str) -> argparse.ArgumentParser:
     # Enough connections that keep-alive ones spread over both workers (each sticks to the one that accepted it).
     parser.add_argument("--connections", type=int, default=32, help="wrk keep-alive connections")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
+    parser.add_argument("--worker-class", default="balanced", choices=sorted(WORKER_CLASSES),
+                        help="balanced: production's gthread worker that takes its share of connections")
     parser.add_argument("--threads", type=int, default=1, help="threads per gthread worker")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per row; the median is shown")
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)

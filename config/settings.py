@@ -136,6 +136,14 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.RateLimitHeadersMiddleware",
 ]
+# The JSON API under /v1/ (config/wsgi.py): bearer credentials only, no session, cookie or CSRF, so
+# it skips the session, CSRF, user and messages layers the pages need.
+API_MIDDLEWARE = [name for name in MIDDLEWARE if name not in (
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+)]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

@@ -4,7 +4,13 @@ import uuid
 
 from accounts.models import Organization
 from config.errors import Forbidden, NotFound
+from config.hot_sql import ChildWithParent
 from generators.models import Generator, GeneratorKey
+
+# Every signature runs this (SQL built once, config.hot_sql.py). At most one current key per
+# generator (a unique constraint): LIMIT 1 without ORDER BY.
+_CURRENT_KEY_WITH_GENERATOR = ChildWithParent(GeneratorKey, "generator", match=("generator",),
+                                              also="{child}.retired_at IS NULL")
 
 
 def generator_for_signing(*, org: Organization, generator_id: str | uuid.UUID) -> GeneratorKey:
@@ -18,10 +24,7 @@ def generator_for_signing(*, org: Organization, generator_id: str | uuid.UUID) -
         generator_uuid = uuid.UUID(str(generator_id))
     except ValueError:
         raise NotFound("Generator not found.") from None
-    # At most one current key per generator (a unique constraint): LIMIT 1 without ORDER BY.
-    current = (GeneratorKey.objects.select_related("generator")
-               .filter(generator_id=generator_uuid, retired_at__isnull=True).order_by()[:1])
-    key = next(iter(current), None)
+    key = _CURRENT_KEY_WITH_GENERATOR.get(generator_uuid)
     if key is None:
         raise NotFound("Generator not found.")
     if key.generator.org_id != org.pk:

@@ -17,8 +17,7 @@ class FingerprintKind(models.TextChoices):
     VIDEO_PHASH = "video-phash", "video pHash (64-bit DCT of the first I-frame)"
 
 
-FINGERPRINT_FIELDS = ("phash", "fingerprint_kind", "phash_value", "phash_band0", "phash_band1", "phash_band2",
-                      "phash_band3")
+FINGERPRINT_FIELDS = ("phash", "fingerprint_kind", "phash_value")
 
 
 def _all_or_none_set(fields: tuple[str, ...]) -> models.Q:
@@ -40,13 +39,9 @@ class Record(models.Model):
     fingerprint_kind = models.CharField(max_length=32, choices=FingerprintKind.choices, null=True, blank=True)
     # The same 64 bits as a signed BIGINT (two's complement), so PostgreSQL computes the Hamming
     # distance itself: bit_count((phash_value # probe)::bit(64)).
+    # Near matches search the distinct values (Fingerprint, filled by a trigger on insert), then come
+    # back here through the exact index.
     phash_value = models.BigIntegerField(null=True, blank=True)
-    # ... and in four 16-bit bands: near matches are found by multi-index hashing (a close hash agrees
-    # with some band to within one bit), through the (kind, band) indexes, never by scanning records.
-    phash_band0 = models.IntegerField(null=True, blank=True)
-    phash_band1 = models.IntegerField(null=True, blank=True)
-    phash_band2 = models.IntegerField(null=True, blank=True)
-    phash_band3 = models.IntegerField(null=True, blank=True)
     signature = models.BinaryField()
     format = models.CharField(max_length=10, null=True, blank=True)  # set by server-managed signing
     signed_at = models.DateTimeField(default=timezone.now)
@@ -58,8 +53,6 @@ class Record(models.Model):
         indexes = [
             # Exact matches, newest first, and the tie-break among a distance's records.
             models.Index(fields=["fingerprint_kind", "phash_value", "-signed_at"], name="record_fingerprint_exact"),
-            *(models.Index(fields=["fingerprint_kind", f"phash_band{band}"], include=["phash_value"],
-                           name=f"record_fingerprint_band{band}") for band in range(4)),
         ]
         constraints = [
             models.CheckConstraint(condition=_all_or_none_set(FINGERPRINT_FIELDS), name="record_fingerprint_complete"),
@@ -72,3 +65,31 @@ class Record(models.Model):
     def signed_payload(self) -> dict:
         """The object the signature covers (spec: Signed payload), rebuilt from the stored fields."""
         return {field: str(getattr(self, field)) for field in SIGNED_FIELDS}
+
+
+class Fingerprint(models.Model):
+    """Every distinct fingerprint value of the records once, in four 16-bit bands: what a near-match
+    search scans (multi-index hashing: a hash within 7 bits agrees with some band to within 1 bit).
+
+    Records crowd on a few values (flat images, a client re-sending one hash), and a search over
+    records weighs every record of a crowded band: 87,000 records sharing three bands are 50 rows
+    here. A database trigger on provenance_record adds the row for each new value (migration 0003),
+    so no request spends a round trip on it; a value stays after its records are deleted, and the
+    search skips values without a record. Bands are the value's bits 63-48, 47-32, 31-16 and 15-0.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    kind = models.CharField(max_length=32, choices=FingerprintKind.choices)
+    value = models.BigIntegerField()  # as Record.phash_value
+    band0 = models.IntegerField()
+    band1 = models.IntegerField()
+    band2 = models.IntegerField()
+    band3 = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "value"], name="fingerprint_unique_value")]
+        indexes = [models.Index(fields=["kind", f"band{band}"], include=["value"], name=f"fingerprint_band{band}")
+                   for band in range(4)]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.value & 0xFFFFFFFFFFFFFFFF:016x}"

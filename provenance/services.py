@@ -13,15 +13,18 @@ from audit.services import audit_write_many
 from billing.gates import require_feature
 from billing.services import usage_consume
 from config.errors import ApiError, GeneratorServerManaged, SignatureInvalid, ValidationFailed
+from config.hot_sql import RowInserter
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from provenance import crypto
 from provenance.models import FingerprintKind, Record
 from provenance.payload import SIGNED_FIELDS, signed_payload_bytes
-from provenance.phash_bands import phash_bands, signed_value
+from provenance.phash_bands import signed_value
 from webhooks.events import event_emit
 
 PARALLEL_VERIFY_MIN = 8  # signatures per thread below which a hand-off costs more than it saves
+
+_insert_records = RowInserter(Record).insert  # bulk_create with its SQL built once (config/hot_sql.py)
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def records_create(*, org: Organization, drafts: list[RecordDraft]) -> list[Reco
     """Store several records all-or-nothing; a batch of N counts N signatures."""
     records = [_record_from(org, draft) for draft in drafts]
     with transaction.atomic():
-        Record.objects.bulk_create(records)
+        _insert_records(records)
         audit_write_many(org=org, type="sign", metadatas=[_sign_metadata(r) for r in records])
         usage_consume(org=org, count=len(records))  # last: the counter row stays locked until commit only
         for record in records:
@@ -168,8 +171,7 @@ def _record_from(org: Organization, draft: RecordDraft) -> Record:
         if not draft.fingerprint_kind:
             raise ValueError("a fingerprint needs its kind")  # a programming error: codecs declare theirs
         record.phash, record.fingerprint_kind = draft.phash, draft.fingerprint_kind
-        record.phash_value = signed_value(draft.phash)
-        record.phash_band0, record.phash_band1, record.phash_band2, record.phash_band3 = phash_bands(draft.phash)
+        record.phash_value = signed_value(draft.phash)  # a trigger adds the value to Fingerprint
     return record
 
 

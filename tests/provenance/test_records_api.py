@@ -30,7 +30,7 @@ def test_a_signed_record_is_stored_and_returns_token_and_id(key_client, org, bod
     assert created["token"].startswith("svc_") and len(created["token"]) <= 128
     record = Record.objects.get(pk=created["record_id"])
     assert (record.content_hash, record.model, record.watermark_id) == (body["content_hash"], "model-x", "wm-1")
-    assert record.phash == "8f0f0f0f0f0f0f0f" and record.phash_band0 == 0x8F0F
+    assert record.phash == "8f0f0f0f0f0f0f0f" and record.phash_value == 0x8F0F0F0F0F0F0F0F - (1 << 64)
     assert record.org_id == org.pk
     event = AuditEvent.objects.get(org=org, type="sign")
     assert event.metadata == {"record_id": created["record_id"], "generator_id": body["generator_id"],

@@ -4,7 +4,8 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from generators.models import GeneratorKey
-from provenance.models import FingerprintKind, Record
+from provenance.models import Fingerprint, FingerprintKind, Record
+from provenance.phash_bands import phash_bands, signed_value
 from provenance.services import RecordDraft, record_create
 from tests import factories
 
@@ -30,8 +31,27 @@ def test_an_image_phash_is_stored_with_its_kind_value_and_bands(org, key):
     record.refresh_from_db()
     assert record.fingerprint_kind == FingerprintKind.IMAGE_PHASH == "image-phash"
     assert record.phash_value == 0x8F0F12345678ABCD - (1 << 64)
-    assert (record.phash_band0, record.phash_band1, record.phash_band2, record.phash_band3) == (
-        0x8F0F, 0x1234, 0x5678, 0xABCD)
+    # The database trigger adds the distinct value with its bands (the most significant band first).
+    value = Fingerprint.objects.get(kind="image-phash", value=record.phash_value)
+    assert (value.band0, value.band1, value.band2, value.band3) == (0x8F0F, 0x1234, 0x5678, 0xABCD)
+
+
+@pytest.mark.parametrize("phash", ["0000000000000000", "0000000000000001", "7fffffffffffffff", "8000000000000000",
+                                   "ffffffffffffffff", "fedcba9876543210", "0123456789abcdef"])
+def test_the_trigger_splits_every_value_as_phash_bands_does(org, key, phash):
+    draft = _draft(key, phash=phash, format="image", fingerprint_kind=FingerprintKind.IMAGE_PHASH)
+    record_create(org=org, draft=draft)
+    value = Fingerprint.objects.get(kind="image-phash", value=signed_value(phash))
+    assert (value.band0, value.band1, value.band2, value.band3) == phash_bands(phash)
+
+
+def test_a_value_is_listed_once_per_kind_however_many_records_share_it(org, key):
+    for _ in range(3):
+        record_create(org=org, draft=_image_draft(key))
+    record_create(org=org, draft=_draft(key, phash="8f0f12345678abcd", format="video",
+                                        fingerprint_kind=FingerprintKind.VIDEO_PHASH))
+    assert Record.objects.count() == 4
+    assert sorted(Fingerprint.objects.values_list("kind", flat=True)) == ["image-phash", "video-phash"]
 
 
 def test_a_draft_names_its_fingerprint_kind(org, key):
@@ -42,12 +62,12 @@ def test_a_draft_names_its_fingerprint_kind(org, key):
 
 def test_a_record_without_phash_has_no_fingerprint_columns(org, key):
     record = record_create(org=org, draft=_draft(key, format="image"))
-    assert Record.objects.filter(pk=record.pk, fingerprint_kind=None, phash_value=None, phash_band0=None).exists()
+    assert Record.objects.filter(pk=record.pk, fingerprint_kind=None, phash_value=None).exists()
+    assert not Fingerprint.objects.exists()
 
 
-@pytest.mark.parametrize("change", [{"fingerprint_kind": None}, {"phash": None}, {"phash_value": None},
-                                    {"phash_band3": None}])
-def test_the_database_refuses_a_fingerprint_without_its_kind_value_or_bands(org, key, change):
+@pytest.mark.parametrize("change", [{"fingerprint_kind": None}, {"phash": None}, {"phash_value": None}])
+def test_the_database_refuses_a_fingerprint_without_its_kind_or_value(org, key, change):
     record = record_create(org=org, draft=_image_draft(key))
     with pytest.raises(IntegrityError), transaction.atomic():
         Record.objects.filter(pk=record.pk).update(**change)

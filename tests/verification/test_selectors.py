@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from generators.models import GeneratorKey
-from provenance.models import FingerprintKind, Record
-from provenance.phash_bands import phash_bands, signed_value
+from provenance.models import Fingerprint, FingerprintKind, Record
+from provenance.phash_bands import signed_value
 from tests import factories
 from verification.selectors import PHASH_MAX_DISTANCE, record_for_fingerprint
 
@@ -31,8 +31,7 @@ def make_records(org):
     def make(phashes: list[str], *, kind: str = IMAGE, age: dt.timedelta = dt.timedelta(0)) -> list[Record]:
         records = [Record(org=org, generator_id=key.generator_id, key=key, model="m", watermark_id=f"wm-{i}",
                           content_hash="sha3-256:" + "0" * 64, signature=b"\0", signed_at=now - age, phash=phash,
-                          fingerprint_kind=kind, phash_value=signed_value(phash),
-                          **dict(zip([f"phash_band{b}" for b in range(4)], phash_bands(phash), strict=True)))
+                          fingerprint_kind=kind, phash_value=signed_value(phash))
                    for i, phash in enumerate(phashes)]
         return Record.objects.bulk_create(records)
 
@@ -126,3 +125,18 @@ def test_an_exact_match_is_found_among_thousands_of_records_sharing_its_bands(ma
 def test_nothing_matches_a_hash_far_from_every_record(make_records):
     make_records(_crowd(50))
     assert record_for_fingerprint(kind=IMAGE, value="ffffffffffffffff") is None
+
+
+def test_a_value_whose_records_are_gone_gives_way_to_the_next_nearest(make_records):
+    [gone] = make_records([flip(QUERY, 1)])
+    [farther] = make_records([flip(QUERY, 1, 2, 3)])
+    gone.delete()  # its Fingerprint row stays: the search must skip it
+    assert Fingerprint.objects.filter(value=signed_value(flip(QUERY, 1))).exists()
+    assert record_for_fingerprint(kind=IMAGE, value=QUERY) == farther
+
+
+def test_many_records_of_one_value_are_one_candidate_and_the_newest_wins(make_records):
+    make_records([flip(QUERY, 2, 9)] * 300, age=dt.timedelta(days=1))
+    [newest] = make_records([flip(QUERY, 2, 9)])
+    assert Fingerprint.objects.filter(kind=IMAGE).count() == 1
+    assert record_for_fingerprint(kind=IMAGE, value=flip(QUERY, 2)) == newest

@@ -1,0 +1,132 @@
+"""SQL for the statements every request makes, built once per process from the models' metadata.
+
+Django compiles a queryset to SQL each time it runs one. For the lookups every authenticated or
+signed request makes (an API key with its organization, a generator key with its generator) that
+compilation cost about 1 ms of CPU, against 0.13 ms for running the same SQL and building the same
+model instances; `bulk_create` of one record or audit event costs the same way (docs/performance.md,
+"Hot SQL"). These statements have a fixed shape, so their SQL is generated from the models' own
+metadata on first use and reused. Values go through the same field methods the ORM uses, both ways:
+`get_db_prep_save` in, the backend's and the field's converters out.
+"""
+
+from django.db import connections, models
+from django.db.models.expressions import Col
+
+
+class ChildWithParent:
+    """`SELECT child.*, parent.* FROM child JOIN parent ON child.<fk> = parent.pk WHERE ... LIMIT 1`.
+
+    The WHERE clause: each field named in `match` equals the value given for it to `get`, and `also`,
+    SQL over the child's columns (`{child}` is its quoted table name) with no placeholders. `get`
+    returns the child with its parent attached, or None. LIMIT 1 without ORDER BY: for unique matches.
+    """
+
+    def __init__(self, model: type[models.Model], parent_field: str, *, match: tuple[str, ...], also: str = "",
+                 using: str = "default"):
+        self.model = model
+        self.foreign_key = model._meta.get_field(parent_field)
+        self.parent_model = self.foreign_key.related_model
+        self.match_fields = [model._meta.get_field(name) for name in match]
+        self.also = also
+        self.using = using
+        self._compiled = None
+
+    def get(self, *values) -> models.Model | None:
+        sql, child_columns, parent_columns = self._compiled or self._compile()
+        connection = connections[self.using]
+        params = [field.get_db_prep_value(value, connection, prepared=False)
+                  for field, value in zip(self.match_fields, values, strict=True)]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        split = len(child_columns[0])
+        child = _instance(self.model, self.using, connection, child_columns, row[:split])
+        parent = _instance(self.parent_model, self.using, connection, parent_columns, row[split:])
+        self.foreign_key.set_cached_value(child, parent)
+        return child
+
+    def _compile(self):
+        connection = connections[self.using]
+        quote = connection.ops.quote_name
+        child_table, parent_table = self.model._meta.db_table, self.parent_model._meta.db_table
+        child_columns = _columns(self.model, child_table, connection)
+        parent_columns = _columns(self.parent_model, parent_table, connection)
+        select = ", ".join([f"{quote(child_table)}.{quote(field.column)}" for field in self.model._meta.concrete_fields]
+                           + [f"{quote(parent_table)}.{quote(field.column)}"
+                              for field in self.parent_model._meta.concrete_fields])
+        join = (f"{quote(parent_table)} ON {quote(child_table)}.{quote(self.foreign_key.column)} = "
+                f"{quote(parent_table)}.{quote(self.parent_model._meta.pk.column)}")
+        conditions = [f"{quote(child_table)}.{quote(field.column)} = %s" for field in self.match_fields]
+        if self.also:
+            conditions.append(self.also.format(child=quote(child_table)))
+        # Only quoted names from the models' metadata are formatted in; values are parameters.
+        sql = (f"SELECT {select} FROM {quote(child_table)} INNER JOIN {join} "  # noqa: S608
+               f"WHERE {' AND '.join(conditions)} LIMIT 1")
+        self._compiled = sql, child_columns, parent_columns
+        return self._compiled
+
+
+def _columns(model, table: str, connection) -> tuple[list[str], list[tuple[int, Col, list]]]:
+    """The model's attribute names in column order, and the converters the ORM would apply, by column."""
+    names, converters = [], []
+    for index, field in enumerate(model._meta.concrete_fields):
+        names.append(field.attname)
+        column = field.get_col(table)  # a foreign key's column converts as the field it points to
+        field_converters = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if field_converters:
+            converters.append((index, column, field_converters))
+    return names, converters
+
+
+def _instance(model, using: str, connection, columns, values) -> models.Model:
+    names, converters = columns
+    values = list(values)
+    for index, column, field_converters in converters:
+        value = values[index]
+        for convert in field_converters:
+            value = convert(value, column, connection)
+        values[index] = value
+    return model.from_db(using, names, values)
+
+
+class RowInserter:
+    """`bulk_create` for instances whose primary key is already set, with the INSERT built once.
+
+    Every concrete field is written: defaults and `pre_save` (auto_now_add) apply as in `save()`.
+    """
+
+    def __init__(self, model: type[models.Model], *, using: str = "default"):
+        self.model = model
+        self.using = using
+        self._compiled = None
+
+    def insert(self, instances: list[models.Model]) -> list[models.Model]:
+        if not instances:
+            return instances
+        connection = connections[self.using]
+        head, row_placeholder, fields = self._compiled or self._compile()
+        batch = max(1, connection.ops.bulk_batch_size(fields, instances))
+        with connection.cursor() as cursor:
+            for start in range(0, len(instances), batch):
+                chunk = instances[start:start + batch]
+                params = []
+                for instance in chunk:
+                    if instance.pk is None:
+                        raise ValueError("RowInserter needs the primary key set before the insert")
+                    params.extend(field.get_db_prep_save(field.pre_save(instance, True), connection)
+                                  for field in fields)
+                cursor.execute(head + ", ".join([row_placeholder] * len(chunk)), params)
+        for instance in instances:
+            instance._state.adding = False
+            instance._state.db = self.using
+        return instances
+
+    def _compile(self):
+        quote = connections[self.using].ops.quote_name
+        fields = list(self.model._meta.concrete_fields)
+        columns = ", ".join(quote(field.column) for field in fields)
+        head = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES "  # noqa: S608 (names only)
+        self._compiled = head, "(" + ", ".join(["%s"] * len(fields)) + ")", fields
+        return self._compiled
