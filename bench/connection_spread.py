@@ -8,7 +8,6 @@ the requests a second. A start where one worker holds most connections measures 
     .venv/bin/python bench/connection_spread.py [--starts 10] [--duration 5] [--connections 32]
 """
 
-import os
 import statistics
 import sys
 import threading
@@ -18,50 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import serve
 from bench.auth import KEY_ROUTE
+from tests.proc_sockets import child_pids, connections_per_process
 
 CLASSES = ("balanced", "gthread")
-
-
-def worker_pids(master: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == master:
-                pids.append(int(entry))
-    return sorted(pids)
-
-
-def established_inodes(port: int) -> set[str]:
-    """Socket inodes of established TCP connections whose local port is `port`."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as lines:
-            next(lines)
-            for line in lines:
-                fields = line.split()
-                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
-                    inodes.add(fields[9])
-    return inodes
-
-
-def connections_per_worker(pids: list[int], port: int) -> list[int]:
-    inodes = established_inodes(port)
-    counts = []
-    for pid in pids:
-        held = 0
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if link.startswith("socket:[") and link[8:-1] in inodes:
-                held += 1
-        counts.append(held)
-    return counts
 
 
 def one_start(env, lua, args, worker_class: str) -> dict:
@@ -73,10 +31,10 @@ def one_start(env, lua, args, worker_class: str) -> dict:
     with serve.gunicorn(env, workers=args.workers, worker_class=worker_class, on_start=note_server) as url:
         time.sleep(1)  # both workers booted (the port answers once the first is up)
         serve.wrk(url, lua=lua, duration=2, connections=args.connections)  # warm both workers' code paths
-        pids = worker_pids(found["master"])
+        pids = child_pids(found["master"])
         counts = []
         sampler = threading.Timer(args.duration / 2, lambda: counts.extend(
-            connections_per_worker(pids, found["port"])))
+            connections_per_process(pids, found["port"])))
         sampler.start()
         stats = serve.wrk(url, lua=lua, duration=args.duration, connections=args.connections)
         sampler.join()

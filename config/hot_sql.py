@@ -12,6 +12,10 @@ metadata on first use and reused. Values go through the same field methods the O
 from django.db import connections, models
 from django.db.models.expressions import Col
 
+# A statement may bind at most this many parameters (the PostgreSQL protocol's 16-bit count, binding
+# on the server); Django's own batch size does not know it.
+MAX_PARAMETERS = 65535
+
 
 class ChildWithParent:
     """`SELECT child.*, parent.* FROM child JOIN parent ON child.<fk> = parent.pk WHERE ... LIMIT 1`.
@@ -107,7 +111,7 @@ class RowInserter:
             return instances
         connection = connections[self.using]
         head, row_placeholder, fields = self._compiled or self._compile()
-        batch = max(1, connection.ops.bulk_batch_size(fields, instances))
+        batch = max(1, min(connection.ops.bulk_batch_size(fields, instances), MAX_PARAMETERS // len(fields)))
         with connection.cursor() as cursor:
             for start in range(0, len(instances), batch):
                 chunk = instances[start:start + batch]

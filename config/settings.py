@@ -69,6 +69,12 @@ def database_from_url(url: str) -> dict:
             "PORT": str(parsed.port or ""),
             # Persistent connections: a new PostgreSQL connection costs more than a whole request.
             "CONN_MAX_AGE": 600,
+            # Parameters bound by the server, and a statement run twice on a connection is prepared:
+            # PostgreSQL then skips parsing and planning the hot statements. Needs direct connections
+            # or session pooling; DATABASE_PREPARED_STATEMENTS=false for a pooler in transaction mode
+            # (docs/decisions.md, "Hot paths and serving").
+            "OPTIONS": ({"server_side_binding": True, "prepare_threshold": 2}
+                        if env_bool("DATABASE_PREPARED_STATEMENTS", True) else {}),
             # No CONN_HEALTH_CHECKS: it adds a round trip to every request; a dead connection fails
             # one request and is replaced.
         }

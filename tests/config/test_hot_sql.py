@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import ApiKey, User
-from config.hot_sql import ChildWithParent
+from config.hot_sql import ChildWithParent, RowInserter
 from generators.models import GeneratorKey
 from tests import factories
 
@@ -76,3 +76,30 @@ def test_every_match_value_is_required():
     lookup = ChildWithParent(ApiKey, "org", match=("lookup_id",))
     with pytest.raises(ValueError):
         lookup.get()
+
+
+def test_row_inserter_writes_what_bulk_create_would_and_splits_past_the_parameter_limit(monkeypatch):
+    from audit.models import AuditEvent
+    from config import hot_sql
+
+    org = factories.make_org()
+    monkeypatch.setattr(hot_sql, "MAX_PARAMETERS", 12)  # 5 fields a row: 2 rows a statement
+    inserter = RowInserter(AuditEvent)
+    events = [AuditEvent(org=org, type="sign", metadata={"n": n, "text": "é"}) for n in range(5)]
+    with CaptureQueriesContext(connection) as queries:
+        inserter.insert(events)
+    assert len(queries) == 3
+    stored = {event.pk: event for event in AuditEvent.objects.filter(org=org)}
+    assert set(stored) == {event.pk for event in events}
+    for event in events:
+        assert field_values(stored[event.pk]) == field_values(event)
+        assert event._state.adding is False
+
+
+def test_row_inserter_needs_the_primary_key():
+    from audit.models import AuditEvent
+
+    event = AuditEvent(org=factories.make_org(), type="sign", metadata={})
+    event.pk = None
+    with pytest.raises(ValueError):
+        RowInserter(AuditEvent).insert([event])

@@ -33,7 +33,7 @@ def make_records(org):
                           content_hash="sha3-256:" + "0" * 64, signature=b"\0", signed_at=now - age, phash=phash,
                           fingerprint_kind=kind, phash_value=signed_value(phash))
                    for i, phash in enumerate(phashes)]
-        return Record.objects.bulk_create(records)
+        return Record.objects.bulk_create(records, batch_size=1000)  # bound parameters: at most 65,535
 
     return make
 
