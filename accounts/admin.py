@@ -46,11 +46,12 @@ class UserAdmin(DjangoUserAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("preview", "name", "org", "created_at", "last_used_at", "revoked_at")
+    list_display = ("preview", "name", "org", "user", "created_at", "last_used_at", "revoked_at")
     list_filter = ("revoked_at",)
     search_fields = ("preview", "name", "org__name")
     # The digest and lookup id are deliberately absent: staff never see key material.
-    fields = ("id", "org", "name", "preview", "created_by", "created_at", "last_used_at", "revoked_at")
+    # `user` set: a member's personal key.
+    fields = ("id", "org", "user", "name", "preview", "created_by", "created_at", "last_used_at", "revoked_at")
     readonly_fields = fields
     actions = ["revoke"]
 

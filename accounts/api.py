@@ -129,7 +129,8 @@ class TwoFactorDisableView(SessionView):
 class ApiKeyViewSet(mixins.ListModelMixin, OrgScopedViewSet):
     """Organization API keys: any member lists them; owners and admins create and revoke."""
 
-    queryset = ApiKey.objects.filter(revoked_at__isnull=True).order_by("-created_at")
+    # Members' personal keys live in the same table; they are managed on the team routes only.
+    queryset = ApiKey.objects.active().organization_keys().order_by("-created_at")
     serializer_class = s.ApiKeyOutput
     pagination_class = None
 

@@ -11,7 +11,8 @@ from accounts.models import User
 logger = logging.getLogger(__name__)
 
 
-def _send(*, to: str, subject: str, template: str, context: dict) -> None:
+def templated_email_send(*, to: str, subject: str, template: str, context: dict) -> None:
+    """Send `emails/<template>.txt` with `emails/<template>.html` as its alternative; a failure is logged."""
     context = {**context, "public_base_url": settings.PUBLIC_BASE_URL}
     text = render_to_string(f"emails/{template}.txt", context)
     html = render_to_string(f"emails/{template}.html", context)
@@ -27,11 +28,11 @@ def _send(*, to: str, subject: str, template: str, context: dict) -> None:
 
 def verification_email_send(*, user: User, token: str) -> None:
     link = f"{settings.PUBLIC_BASE_URL}/verify-email?token={token}"
-    _send(to=user.email, subject="Verify your email address", template="verify_email",
+    templated_email_send(to=user.email, subject="Verify your email address", template="verify_email",
           context={"user": user, "link": link, "token": token})
 
 
 def password_reset_email_send(*, user: User, token: str) -> None:
     link = f"{settings.PUBLIC_BASE_URL}/reset-password?token={token}"
-    _send(to=user.email, subject="Reset your password", template="reset_password",
+    templated_email_send(to=user.email, subject="Reset your password", template="reset_password",
           context={"user": user, "link": link, "token": token})

@@ -39,7 +39,9 @@ class Role(models.TextChoices):
     USER = "user"
 
 
-class UserManager(BaseUserManager):
+class UserManager(BaseUserManager.from_queryset(OrgScopedQuerySet)):
+    """`User.objects.for_org(org)` scopes members like every other org-owned row."""
+
     def create_user(self, email: str, password: str | None = None, **fields) -> "User":
         user = self.model(email=normalize_email(email), **fields)
         user.set_password(password)
@@ -97,12 +99,31 @@ class User(AbstractBaseUser, PermissionsMixin):
         self.email = normalize_email(self.email)
 
 
+class ApiKeyQuerySet(OrgScopedQuerySet):
+    def active(self) -> "ApiKeyQuerySet":
+        return self.filter(revoked_at__isnull=True)
+
+    def organization_keys(self) -> "ApiKeyQuerySet":
+        """Keys of the organization itself, the only ones /v1/api-keys lists and revokes."""
+        return self.filter(user__isnull=True)
+
+    def personal_of(self, user: "User") -> "ApiKeyQuerySet":
+        return self.filter(user=user)
+
+
 class ApiKey(models.Model):
-    """An organization API key (`svc_key_...`). Only a SHA-256 digest of the full key is stored."""
+    """An API key (`svc_key_...`). Only a SHA-256 digest of the full key is stored.
+
+    With `user` empty it is an organization key; with `user` set it is that member's personal key
+    (team routes), which acts for the same organization and dies with the member.
+    """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
     created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Not `created_by`: an owner who creates an organization key does not own it.
+    user = models.ForeignKey(User, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="personal_api_keys")
     name = models.CharField(max_length=100, blank=True, default="")
     lookup_id = models.CharField(max_length=16, unique=True)  # the first secret characters, indexed
     digest = models.CharField(max_length=64)
@@ -111,7 +132,7 @@ class ApiKey(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
-    objects = OrgScopedQuerySet.as_manager()
+    objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

@@ -14,10 +14,11 @@ class OrgScopedViewSet(viewsets.GenericViewSet):
 
 
 class SessionRequired(BasePermission):
-    """The session routes under /v1/auth (me, logout, 2fa): only a session JWT is a credential there.
+    """The session routes under /v1/auth (me, logout, 2fa) and /v1/team: only a session JWT is a credential.
 
-    Auth routes take no credential but a session (spec, Authentication 3), so an API key is answered
-    like a missing credential: 401 `authentication_required`, not the 403 of `SessionOnly`.
+    Auth routes take no credential but a session (spec, Authentication 3), and team routes "accept only
+    a JWT session" (Authentication 4), so an API key, organization or personal, is answered like a
+    missing credential: 401 `authentication_required`, not the 403 of `SessionOnly`.
     """
 
     def has_permission(self, request, view) -> bool:
@@ -27,7 +28,7 @@ class SessionRequired(BasePermission):
 
 
 class SessionOnly(BasePermission):
-    """Resource routes for people (team, api-keys): a session JWT; an API key is 403, valid but not allowed."""
+    """Resource routes for people (api-keys): a session JWT; an API key is 403, valid but not allowed."""
 
     def has_permission(self, request, view) -> bool:
         if request.auth is None or not request.auth.is_session:

@@ -12,10 +12,16 @@ class AuditEvent(models.Model):
         VERIFY = "verify"
         KEY_CREATED = "key_created"
         KEY_REVOKED = "key_revoked"
+        # Team changes; metadata carries `actor_id`, the user who made the change.
+        TEAM_INVITE_SENT = "team.invite_sent"
+        TEAM_INVITE_ACCEPTED = "team.invite_accepted"
+        TEAM_INVITE_CANCELLED = "team.invite_cancelled"
+        TEAM_ROLE_CHANGED = "team.role_changed"
+        TEAM_MEMBER_REMOVED = "team.member_removed"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")
-    type = models.CharField(max_length=20, choices=Type.choices)
+    type = models.CharField(max_length=40, choices=Type.choices)
     timestamp = models.DateTimeField(default=timezone.now)
     metadata = models.JSONField(default=dict)
 

@@ -129,6 +129,7 @@ INSTALLED_APPS = [
     "audit",
     "webhooks",
     "verification",
+    "teams",
     "config",  # the limiter's RateCounter table
 ]
 

@@ -22,15 +22,19 @@ api_v1 = [
     path("", include("provenance.urls")),
     path("", include("audit.urls")),
     path("", include("verification.urls")),
+    path("", include("teams.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
     path("docs", ApiDocsView.as_view(url_name="openapi-schema"), name="api-docs"),
-    re_path(r"^.*$", api_not_found),  # last: unknown /v1 paths answer in the error envelope
+    # Last: unknown /v1 paths answer in the error envelope. `[\s\S]`, not `.`, so that a path with an
+    # encoded newline (%0A) is caught too rather than getting Django's HTML page.
+    re_path(r"^[\s\S]*$", api_not_found),
 ]
 
 urlpatterns = [
     path("v1/", include(api_v1)),
     path("admin/", admin.site.urls),
     path("", include("accounts.urls_pages")),
+    path("", include("teams.urls_pages")),
 ]
 
 handler400 = "config.errors.handler400"

@@ -76,3 +76,27 @@ def set_usage(org: Organization, used: int) -> None:
 
     UsageCounter.objects.update_or_create(org=org, period_start=period_start(timezone.now()),
                                           defaults={"signatures_used": used})
+
+
+# --- teams ----------------------------------------------------------------------------------------
+
+def make_invite(*, org: Organization, inviter: User | None, email: str | None = None, role: str = Role.USER):
+    """A pending invite with a real token digest; returns (invite, token). Skips invite_send's checks."""
+    from django.utils import timezone
+
+    from accounts.credentials import digest, new_url_token
+    from accounts.models import normalize_email
+    from teams.models import INVITE_LIFETIME, Invite
+
+    token = new_url_token()
+    email = normalize_email(email or f"invitee{next(_counter)}@example.com")
+    invite = Invite.objects.create(org=org, inviter=inviter, email=email, role=role, digest=digest(token),
+                                   expires_at=timezone.now() + INVITE_LIFETIME)
+    return invite, token
+
+
+def make_personal_key(*, user: User) -> str:
+    """A personal API key of `user`, created by the user; returns the full key."""
+    from accounts.services import personal_api_key_create
+
+    return personal_api_key_create(org=user.org, user=user, created_by=user).key

@@ -1,6 +1,13 @@
 """State changes of the accounts domain, one transaction each."""
 
-from accounts.services.api_keys import api_key_create, api_key_revoke, api_key_touch
+from accounts.services.api_keys import (
+    CreatedApiKey,
+    api_key_create,
+    api_key_revoke,
+    api_key_touch,
+    personal_api_key_create,
+    personal_api_key_revoke,
+)
 from accounts.services.auth import (
     LoginResult,
     email_verify,
@@ -8,9 +15,11 @@ from accounts.services.auth import (
     password_reset,
     session_login,
     session_logout,
+    session_token_for,
     user_register,
     verification_resend,
 )
+from accounts.services.members import member_create, member_delete, member_role_set
 from accounts.services.two_factor import (
     two_factor_disable,
     two_factor_enable,
@@ -19,15 +28,22 @@ from accounts.services.two_factor import (
 )
 
 __all__ = [
+    "CreatedApiKey",
     "LoginResult",
     "api_key_create",
     "api_key_revoke",
     "api_key_touch",
     "email_verify",
+    "member_create",
+    "member_delete",
+    "member_role_set",
     "password_forgot",
     "password_reset",
+    "personal_api_key_create",
+    "personal_api_key_revoke",
     "session_login",
     "session_logout",
+    "session_token_for",
     "two_factor_disable",
     "two_factor_enable",
     "two_factor_setup",

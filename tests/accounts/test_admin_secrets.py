@@ -16,6 +16,7 @@ from billing.models import UsageCounter
 from generators.models import GeneratorKey
 from generators.services import generator_signing_seed
 from provenance.models import Record
+from teams.models import Invite
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -65,6 +66,7 @@ def secrets(org) -> dict[str, str | bytes]:
                           content_hash="sha3-256:" + "0" * 64, signature=b"\x01" * 3309)
     audit_write(org=org, type="key_created", metadata={"generator_id": str(generator.pk)})
     factories.set_usage(org, 3)
+    _, invite_raw = factories.make_invite(org=org, inviter=owner)
     *_, salt, password_hash = owner.password.split("$")
     return {
         # The key's public "svc_key_" prefix and first 4 characters are its preview, shown on purpose.
@@ -74,6 +76,7 @@ def secrets(org) -> dict[str, str | bytes]:
         "totp key": bytes.fromhex(device.key), "totp base32 secret": setup.secret,
         "email token": email_raw, "email token digest": digest(email_raw),
         "2fa challenge": challenge_raw, "2fa challenge digest": digest(challenge_raw),
+        "invite token": invite_raw, "invite token digest": digest(invite_raw),
         "password salt": salt, "password hash": password_hash,
     }
 
@@ -90,7 +93,7 @@ def _admin_pages() -> list[str]:
 
 
 def test_every_model_with_secrets_has_a_row_to_look_at(secrets):
-    for model in (ApiKey, GeneratorKey, TOTPDevice, EmailToken, TwoFactorChallenge, Record, UsageCounter):
+    for model in (ApiKey, GeneratorKey, TOTPDevice, EmailToken, TwoFactorChallenge, Record, UsageCounter, Invite):
         assert model.objects.exists(), model
 
 

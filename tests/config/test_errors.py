@@ -19,6 +19,12 @@ def test_an_unknown_v1_path_is_a_json_404(api_client):
     _assert_envelope(api_client.get("/v1/no-such-route"), 404, "not_found")
 
 
+@pytest.mark.parametrize("path", ["/v1/no-such%0Aroute", "/v1/team/members/%F2%B2%8F%86%0AT", "/v1/generators/x%0A"])
+def test_a_v1_path_with_an_encoded_newline_is_a_json_404(api_client, settings, path):
+    settings.DEBUG = True  # as under `make run`: a path no pattern matches would get Django's HTML page
+    _assert_envelope(api_client.delete(path), 404, "not_found")
+
+
 def test_a_wrong_method_is_a_json_405(api_client):
     _assert_envelope(api_client.get("/v1/auth/login"), 405, "method_not_allowed")
     _assert_envelope(api_client.delete("/v1/auth/register"), 405, "method_not_allowed")

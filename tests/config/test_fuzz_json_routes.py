@@ -17,12 +17,13 @@ json_values = st.recursive(
 )
 FIELDS = ["org_name", "email", "password", "token", "otp", "challenge_token", "name", "public_keys",
           "supported_formats", "public_key", "records", "items", "content", "generator_id", "model", "watermark_id",
-          "content_hash", "signature", "signed_payload", "phash"]
+          "content_hash", "signature", "signed_payload", "phash", "role"]
 bodies = json_values | st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=6)
 
 PUBLIC = ["/v1/auth/register", "/v1/auth/login", "/v1/auth/verify-2fa", "/v1/auth/verify-email",
-          "/v1/auth/resend-verification", "/v1/auth/forgot-password", "/v1/auth/reset-password", "/v1/verify/batch"]
-SESSION = ["/v1/api-keys", "/v1/auth/2fa/enable", "/v1/auth/2fa/disable"]
+          "/v1/auth/resend-verification", "/v1/auth/forgot-password", "/v1/auth/reset-password", "/v1/verify/batch",
+          "/v1/team/invites/some-token/accept"]
+SESSION = ["/v1/api-keys", "/v1/auth/2fa/enable", "/v1/auth/2fa/disable", "/v1/team/invites"]
 KEYED = ["/v1/generators", "/v1/records", "/v1/records/batch"]
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

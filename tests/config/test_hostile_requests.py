@@ -72,8 +72,10 @@ def _v1_routes() -> list[tuple[str, object]]:
     routes = []
     for route, callback in walk(get_resolver().url_patterns, "/"):
         if route.startswith("/v1/"):
-            for converter in ("<uuid:pk>", "<uuid:generator_id>", "<uuid:record_id>"):
+            for converter in ("<uuid:pk>", "<uuid:generator_id>", "<uuid:record_id>", "<uuid:user_id>",
+                              "<uuid:key_id>", "<uuid:invite_id>"):
                 route = route.replace(converter, sample)
+            route = route.replace("<str:token>", "sample-token")
             assert "<" not in route, route
             routes.append((route, callback))
     return routes
@@ -100,7 +102,7 @@ JSON_ROUTES = _json_post_routes()
 # Routes whose handler reads its body whatever the state: the parse error must be what answers.
 BODY_READING = ["/v1/auth/register", "/v1/auth/login", "/v1/auth/verify-email", "/v1/auth/forgot-password",
                 "/v1/auth/2fa/enable", "/v1/api-keys", "/v1/generators", "/v1/records", "/v1/records/batch",
-                "/v1/verify/batch"]
+                "/v1/verify/batch", "/v1/team/invites", "/v1/team/invites/sample-token/accept"]
 
 
 def test_the_json_route_list_covers_the_body_reading_routes():

@@ -42,7 +42,33 @@ def _resolve(schema: dict, node: dict) -> dict:
     return node
 
 
-@pytest.mark.parametrize(("path", "field"), [("/v1/generators", "generators"), ("/v1/api-keys", "keys")])
+TEAM_ROUTES = {
+    "/v1/team/members": ["get"],
+    "/v1/team/members/{user_id}": ["delete"],
+    "/v1/team/members/{user_id}/role": ["patch"],
+    "/v1/team/members/{user_id}/api-keys": ["post"],
+    "/v1/team/members/{user_id}/api-keys/{key_id}": ["delete"],
+    "/v1/team/members/me/api-keys": ["get"],
+    "/v1/team/invites": ["get", "post"],
+    "/v1/team/invites/{invite_id}": ["delete"],
+    "/v1/team/invites/{token}/preview": ["get"],
+    "/v1/team/invites/{token}/accept": ["post"],
+}
+
+
+def test_the_team_routes_are_described(api_client):
+    paths = api_client.get("/v1/openapi.json").json()["paths"]
+    for path, methods in TEAM_ROUTES.items():
+        assert path in paths, path
+        assert sorted(m for m in paths[path] if m != "parameters") == sorted(methods), path
+    assert "201" in paths["/v1/team/invites"]["post"]["responses"]
+    assert "201" in paths["/v1/team/invites/{token}/accept"]["post"]["responses"]
+    assert paths["/v1/team/invites/{token}/preview"]["get"]["security"] == [{}]
+
+
+@pytest.mark.parametrize(("path", "field"), [("/v1/generators", "generators"), ("/v1/api-keys", "keys"),
+                                             ("/v1/team/members", "members"), ("/v1/team/invites", "invites"),
+                                             ("/v1/team/members/me/api-keys", "keys")])
 def test_list_routes_are_documented_as_the_object_they_return(api_client, path, field):
     schema = api_client.get("/v1/openapi.json").json()
     body = _resolve(schema, schema["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"])

@@ -1,0 +1,53 @@
+"""Reads of the team domain: the member list, the seats in use, and the public invite lookup."""
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, QuerySet
+
+from accounts.credentials import digest
+from accounts.models import Organization, User
+from billing.plans import get_plan
+from config.errors import NotFound
+from teams.models import Invite
+
+
+@dataclass(frozen=True)
+class MemberList:
+    members: QuerySet[User]  # each with `api_key_count`
+    plan: str
+    max_members: int | None  # None: unlimited
+    admin_role: bool
+
+
+def member_list(*, org: Organization) -> MemberList:
+    """The organization's members, oldest first, with their plan's seat limit and admin-role flag.
+
+    Each member carries `api_key_count` (active personal keys) from one annotated query, so the list
+    costs one query whatever its length.
+    """
+    active_keys = Count("personal_api_keys", filter=Q(personal_api_keys__revoked_at__isnull=True))
+    members = User.objects.for_org(org).annotate(api_key_count=active_keys).order_by("created_at", "pk")
+    plan = get_plan(org.plan)
+    return MemberList(members=members, plan=plan.name, max_members=plan.max_members, admin_role=plan.admin_role)
+
+
+def seats_taken(*, org: Organization, except_invites_for: str | None = None) -> int:
+    """Seats counted against the plan's max_members: members plus pending invites.
+
+    `except_invites_for`: an email whose pending invite is being replaced, so it does not count twice.
+    """
+    invites = Invite.objects.for_org(org).pending()
+    if except_invites_for is not None:
+        invites = invites.exclude(email=except_invites_for)
+    return User.objects.for_org(org).count() + invites.count()
+
+
+def public_invite_lookup(*, token: str) -> Invite:
+    """The pending invite an emailed token names, with its organization (public: the token is the credential).
+
+    Raises NotFound for an unknown, expired, cancelled (deleted) or accepted invite.
+    """
+    invite = Invite.objects.pending().select_related("org").filter(digest=digest(token)).first()
+    if invite is None:
+        raise NotFound("This invite is unknown, expired, cancelled or already accepted.")
+    return invite

@@ -1,0 +1,32 @@
+"""The page behind the emailed invite link (addendum section 2): it shows the invite and completes it.
+
+It acts on POST only: mail scanners open links with GET, which must not use up the invite.
+"""
+
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+
+from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
+from config.errors import ApiError, NotFound
+from teams import selectors, services
+
+
+@require_http_methods(["GET", "POST"])
+def accept_invite_page(request, token: str):
+    context = {"min_length": PASSWORD_MIN, "max_length": PASSWORD_MAX}
+    try:
+        context["invite"] = selectors.public_invite_lookup(token=token)
+    except NotFound:
+        return render(request, "teams/accept_invite.html", {"invalid": True}, status=404)
+    if request.method == "POST":
+        password = request.POST.get("password", "")
+        if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
+            context["error"] = f"The password needs {PASSWORD_MIN} to {PASSWORD_MAX} characters."
+        elif password != request.POST.get("password_confirm", ""):
+            context["error"] = "The two passwords differ."
+        else:
+            try:
+                context["member"] = services.invite_accept(token=token, password=password).user
+            except ApiError as error:
+                context["error"] = error.message
+    return render(request, "teams/accept_invite.html", context)
