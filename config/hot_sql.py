@@ -4,7 +4,7 @@ Django compiles a queryset to SQL each time it runs one. For the lookups every a
 signed request makes (an API key with its organization, a generator key with its generator) that
 compilation cost about 1 ms of CPU, against 0.13 ms for running the same SQL and building the same
 model instances; `bulk_create` of one record or audit event costs the same way (docs/performance.md,
-"Hot SQL"). These statements have a fixed shape, so their SQL is generated from the models' own
+"Against the bare-stack ceiling"). These statements have a fixed shape, so their SQL is generated from the models' own
 metadata on first use and reused. Values go through the same field methods the ORM uses, both ways:
 `get_db_prep_save` in, the backend's and the field's converters out.
 """
