@@ -11,6 +11,16 @@ from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
 from config.errors import ApiError
 
 
+def new_password_problem(form) -> str | None:
+    """What is wrong with a page's `password` and `password_confirm` fields, or None."""
+    password = form.get("password", "")
+    if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
+        return f"The password needs {PASSWORD_MIN} to {PASSWORD_MAX} characters."
+    if password != form.get("password_confirm", ""):
+        return "The two passwords differ."
+    return None
+
+
 @require_http_methods(["GET", "POST"])
 def verify_email_page(request):
     token = request.POST.get("token") or request.GET.get("token", "")
@@ -30,10 +40,8 @@ def reset_password_page(request):
     context = {"token": token, "min_length": PASSWORD_MIN}
     if request.method == "POST":
         password = request.POST.get("password", "")
-        if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
-            context["error"] = f"The password needs {PASSWORD_MIN} to {PASSWORD_MAX} characters."
-        elif password != request.POST.get("password_confirm", ""):
-            context["error"] = "The two passwords differ."
+        if problem := new_password_problem(request.POST):
+            context["error"] = problem
         else:
             try:
                 services.password_reset(token=token[:200], password=password)

@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
+from accounts.views import new_password_problem
 from config.errors import ApiError, NotFound
 from teams import selectors, services
 
@@ -19,14 +20,11 @@ def accept_invite_page(request, token: str):
     except NotFound:
         return render(request, "teams/accept_invite.html", {"invalid": True}, status=404)
     if request.method == "POST":
-        password = request.POST.get("password", "")
-        if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
-            context["error"] = f"The password needs {PASSWORD_MIN} to {PASSWORD_MAX} characters."
-        elif password != request.POST.get("password_confirm", ""):
-            context["error"] = "The two passwords differ."
+        if problem := new_password_problem(request.POST):
+            context["error"] = problem
         else:
             try:
-                context["member"] = services.invite_accept(token=token, password=password).user
+                context["member"] = services.invite_accept(token=token, password=request.POST["password"]).user
             except ApiError as error:
                 context["error"] = error.message
     return render(request, "teams/accept_invite.html", context)
