@@ -18,6 +18,10 @@ class AuditEvent(models.Model):
         TEAM_INVITE_CANCELLED = "team.invite_cancelled"
         TEAM_ROLE_CHANGED = "team.role_changed"
         TEAM_MEMBER_REMOVED = "team.member_removed"
+        # Webhook endpoint changes; metadata carries `webhook_id` (never the secret).
+        WEBHOOK_CREATED = "webhook.created"
+        WEBHOOK_UPDATED = "webhook.updated"
+        WEBHOOK_DELETED = "webhook.deleted"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")

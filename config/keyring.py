@@ -30,3 +30,8 @@ def token_mac_keys() -> list[bytes]:
     """Keys that authenticate `svc_` tokens; the first one mints."""
     secrets = [s.strip() for s in (settings.TOKEN_SIGNING_KEY or settings.SECRET_KEY).split(",") if s.strip()]
     return [_derived(secret, "svc-token") for secret in secrets]
+
+
+def webhook_secret_key() -> bytes:
+    """The 32-byte AES-256-GCM key that seals webhook endpoints' signing secrets."""
+    return _derived(settings.KEY_ENCRYPTION_KEY or settings.SECRET_KEY, "webhook-secrets")

@@ -100,3 +100,13 @@ def make_personal_key(*, user: User) -> str:
     from accounts.services import personal_api_key_create
 
     return personal_api_key_create(org=user.org, user=user, created_by=user).key
+
+
+# --- webhooks -------------------------------------------------------------------------------------
+
+def make_webhook(*, org: Organization, url: str = "https://93.184.216.34/hook", events: list[str] | None = None):
+    """An active endpoint made by webhook_create (a literal public address: no DNS); returns (endpoint, secret)."""
+    from webhooks.services import webhook_create
+
+    created = webhook_create(org=org, url=url, events=events or ["record.created"])
+    return created.endpoint, created.secret

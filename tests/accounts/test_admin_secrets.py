@@ -18,6 +18,7 @@ from generators.services import generator_signing_seed
 from provenance.models import Record
 from teams.models import Invite
 from tests import factories
+from webhooks.models import WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -67,6 +68,7 @@ def secrets(org) -> dict[str, str | bytes]:
     audit_write(org=org, type="key_created", metadata={"generator_id": str(generator.pk)})
     factories.set_usage(org, 3)
     _, invite_raw = factories.make_invite(org=org, inviter=owner)
+    webhook, webhook_secret = factories.make_webhook(org=org)
     *_, salt, password_hash = owner.password.split("$")
     return {
         # The key's public "svc_key_" prefix and first 4 characters are its preview, shown on purpose.
@@ -78,6 +80,8 @@ def secrets(org) -> dict[str, str | bytes]:
         "2fa challenge": challenge_raw, "2fa challenge digest": digest(challenge_raw),
         "invite token": invite_raw, "invite token digest": digest(invite_raw),
         "password salt": salt, "password hash": password_hash,
+        "webhook secret": webhook_secret.removeprefix("whsec_"),
+        "sealed webhook secret": bytes(webhook.encrypted_secret),
     }
 
 
@@ -93,13 +97,15 @@ def _admin_pages() -> list[str]:
 
 
 def test_every_model_with_secrets_has_a_row_to_look_at(secrets):
-    for model in (ApiKey, GeneratorKey, TOTPDevice, EmailToken, TwoFactorChallenge, Record, UsageCounter, Invite):
+    for model in (ApiKey, GeneratorKey, TOTPDevice, EmailToken, TwoFactorChallenge, Record, UsageCounter, Invite,
+                  WebhookEndpoint):
         assert model.objects.exists(), model
 
 
 def test_no_admin_page_shows_any_secret(staff_client, secrets):
     pages = _admin_pages()
-    assert {"/admin/otp_totp/totpdevice/", "/admin/accounts/apikey/", "/admin/generators/generator/"} <= set(pages)
+    assert {"/admin/otp_totp/totpdevice/", "/admin/accounts/apikey/", "/admin/generators/generator/",
+            "/admin/webhooks/webhookendpoint/"} <= set(pages)
     assert sum("/change/" in page for page in pages) >= len(admin.site._registry)
     for page in pages:
         response = staff_client.get(page)

@@ -84,3 +84,11 @@ def test_error_responses_are_documented_with_the_shared_envelope(api_client):
         assert records[status]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
     assert "404" in schema["paths"]["/v1/generators/{id}"]["get"]["responses"]
     assert "403" not in schema["paths"]["/v1/billing/plans"]["get"]["responses"]
+
+
+def test_the_webhook_routes_are_described(api_client):
+    paths = api_client.get("/v1/openapi.json").json()["paths"]
+    assert {"get", "post"} <= set(paths["/v1/webhooks"])
+    assert {"patch", "delete"} <= set(paths["/v1/webhooks/{id}"])
+    assert "put" not in paths["/v1/webhooks/{id}"] and "get" not in paths["/v1/webhooks/{id}"]
+    assert "201" in paths["/v1/webhooks"]["post"]["responses"]

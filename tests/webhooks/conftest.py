@@ -1,0 +1,37 @@
+"""Webhook tests run in a Growth organization unless a test builds another, and no test touches real DNS:
+every lookup answers a public address unless the test says otherwise with `resolve_to`."""
+
+import socket
+
+import pytest
+
+from tests import factories
+
+PUBLIC_IP = "93.184.216.34"
+
+
+@pytest.fixture
+def org(db):
+    return factories.make_org(plan="growth")
+
+
+@pytest.fixture
+def resolve_to(monkeypatch):
+    """resolve_to(*addresses): every getaddrinfo answers these addresses; the asked hosts are recorded."""
+    asked: list[str] = []
+
+    def install(*addresses: str) -> list[str]:
+        def fake(host, port, family=0, type=0, proto=0, flags=0):
+            asked.append(host)
+            return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "",
+                     (a, port, 0, 0) if ":" in a else (a, port)) for a in addresses]
+
+        monkeypatch.setattr(socket, "getaddrinfo", fake)
+        return asked
+
+    return install
+
+
+@pytest.fixture(autouse=True)
+def _public_dns(resolve_to):
+    resolve_to(PUBLIC_IP)

@@ -1,0 +1,49 @@
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
+
+from webhooks.events import EVENT_KINDS
+from webhooks.targets import MAX_URL_LENGTH
+
+
+def _events(**kwargs) -> serializers.ListField:
+    return serializers.ListField(child=serializers.ChoiceField(choices=EVENT_KINDS), allow_empty=False,
+                                 max_length=50, help_text="One or more event kinds; duplicates are ignored.",
+                                 **kwargs)
+
+
+class WebhookCreateInput(serializers.Serializer):
+    url = serializers.CharField(max_length=MAX_URL_LENGTH, help_text="An https:// URL on a public address.")
+    events = _events()
+
+
+class WebhookUpdateInput(serializers.Serializer):
+    url = serializers.CharField(max_length=MAX_URL_LENGTH, required=False)
+    events = _events(required=False)
+    status = serializers.ChoiceField(choices=["active", "disabled"], required=False)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Send url, events or status.")
+        return attrs
+
+
+class WebhookOutput(serializers.Serializer):
+    webhook_id = serializers.UUIDField(source="pk")
+    url = serializers.CharField()
+    events = serializers.ListField(child=serializers.CharField())
+    status = serializers.CharField()
+    failure_count = serializers.IntegerField(source="consecutive_failures")
+    created_at = serializers.DateTimeField()
+
+
+class WebhookCreatedOutput(WebhookOutput):
+    secret = serializers.CharField(help_text="Shown once: sign-checking key for deliveries.")
+
+
+@extend_schema_serializer(many=False)
+class WebhookListOutput(serializers.Serializer):
+    webhooks = WebhookOutput(many=True)
+
+
+class WebhookDeletedOutput(serializers.Serializer):
+    deleted = serializers.BooleanField()

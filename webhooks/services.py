@@ -1,0 +1,124 @@
+"""Creating, changing and deleting webhook endpoints: one transaction each."""
+
+import secrets
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Organization
+from audit.services import audit_write
+from config.errors import NotFound, ValidationFailed
+from config.keyring import webhook_secret_key
+from generators.keys import decrypt_private_key, encrypt_private_key
+from webhooks.events import EVENT_KINDS
+from webhooks.models import MAX_ENDPOINTS_PER_ORG, WebhookEndpoint
+from webhooks.targets import Target, TargetRefused, target_check
+
+SECRET_PREFIX = "whsec_"
+
+
+@dataclass(frozen=True)
+class CreatedWebhook:
+    endpoint: WebhookEndpoint
+    secret: str  # the only time the plaintext leaves the service
+
+
+def webhook_create(*, org: Organization, url: str, events: list[str]) -> CreatedWebhook:
+    """A new active endpoint with a fresh secret; writes audit `webhook.created`.
+
+    Raises ValidationFailed (url, events, more than 10 per organization).
+    """
+    kinds = _valid_events(events)
+    webhook_target(url)
+    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        # Lock the organization row so two concurrent creates cannot both pass the cap.
+        Organization.objects.select_for_update().filter(pk=org.pk).first()
+        if WebhookEndpoint.objects.for_org(org).count() >= MAX_ENDPOINTS_PER_ORG:
+            raise ValidationFailed(f"An organization may have at most {MAX_ENDPOINTS_PER_ORG} webhook endpoints.")
+        endpoint_id = uuid.uuid4()
+        endpoint = WebhookEndpoint.objects.create(id=endpoint_id, org=org, url=url, events=kinds,
+                                                  encrypted_secret=_seal(endpoint_id, secret))
+        audit_write(org=org, type="webhook.created",
+                    metadata={"webhook_id": str(endpoint_id), "url": url, "events": kinds})
+    return CreatedWebhook(endpoint=endpoint, secret=secret)
+
+
+def webhook_update(*, endpoint: WebhookEndpoint, url: str | None = None, events: list[str] | None = None,
+                   status: str | None = None) -> WebhookEndpoint:
+    """Change url, events and/or status (`active` or `disabled`); reactivating resets the failure count.
+
+    Writes audit `webhook.updated` with the fields sent.
+
+    Raises ValidationFailed, NotFound (deleted meanwhile).
+    """
+    kinds = None if events is None else _valid_events(events)
+    if url is not None:
+        webhook_target(url)
+    with transaction.atomic():
+        locked = WebhookEndpoint.objects.select_for_update().filter(pk=endpoint.pk).first()
+        if locked is None:
+            raise NotFound()
+        if url is not None:
+            locked.url = url
+        if kinds is not None:
+            locked.events = kinds
+        if status is not None:
+            _move_status(locked, status)
+        locked.updated_at = timezone.now()
+        locked.save()
+        changes = {name: value for name, value in (("url", url), ("events", kinds), ("status", status))
+                   if value is not None}
+        audit_write(org=locked.org, type="webhook.updated", metadata={"webhook_id": str(locked.pk), **changes})
+    return locked
+
+
+def webhook_delete(*, endpoint: WebhookEndpoint) -> None:
+    """Delete the endpoint; nothing more is delivered to it. Writes audit `webhook.deleted`."""
+    with transaction.atomic():
+        deleted, _ = WebhookEndpoint.objects.filter(pk=endpoint.pk).delete()
+        if deleted:
+            audit_write(org=endpoint.org, type="webhook.deleted",
+                        metadata={"webhook_id": str(endpoint.pk), "url": endpoint.url})
+
+
+def webhook_secret(endpoint: WebhookEndpoint) -> str:
+    """The endpoint's signing secret, decrypted (for signing deliveries; never stored or logged)."""
+    return decrypt_private_key(bytes(endpoint.encrypted_secret), webhook_secret_key(),
+                               associated_data=_sealing_context(endpoint.pk)).decode()
+
+
+def webhook_target(url: str) -> Target:
+    """The checked target of `url` (addendum 7). Raises ValidationFailed naming `url`."""
+    try:
+        return target_check(url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_TARGETS)
+    except TargetRefused as exc:
+        raise ValidationFailed(details={"url": [str(exc)]}) from None
+
+
+def _move_status(endpoint: WebhookEndpoint, status: str) -> None:
+    # Only the organization's two states can be asked for; `failing` is the service's to set.
+    if status not in (WebhookEndpoint.Status.ACTIVE, WebhookEndpoint.Status.DISABLED):
+        raise ValidationFailed(details={"status": ["Choose active or disabled."]})
+    if status == WebhookEndpoint.Status.ACTIVE and endpoint.status != WebhookEndpoint.Status.ACTIVE:
+        endpoint.consecutive_failures = 0  # spec, States: reactivation resets the counter
+    endpoint.status = status
+
+
+def _valid_events(events: list[str]) -> list[str]:
+    unknown = sorted(set(events) - set(EVENT_KINDS))
+    if unknown or not events:
+        raise ValidationFailed(details={"events": [f"Choose one or more of {', '.join(EVENT_KINDS)}."]})
+    return [kind for kind in EVENT_KINDS if kind in events]
+
+
+def _seal(endpoint_id: uuid.UUID, secret: str) -> bytes:
+    return encrypt_private_key(secret.encode(), webhook_secret_key(), associated_data=_sealing_context(endpoint_id))
+
+
+def _sealing_context(endpoint_id: uuid.UUID) -> bytes:
+    # Binds a sealed secret to its row: a blob copied to another endpoint will not decrypt.
+    return f"webhook-secret:{endpoint_id}".encode()
