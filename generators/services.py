@@ -11,7 +11,7 @@ from accounts.models import Organization
 from audit.services import audit_write
 from config.errors import NotFound, ValidationFailed
 from config.keyring import key_encryption_key
-from generators.keys import decrypt_private_key, encrypt_private_key
+from config.sealing import seal, unseal
 from generators.models import Generator, GeneratorKey
 from media_codecs import FAMILIES
 from provenance import crypto
@@ -84,7 +84,7 @@ def generator_rotate_key(*, generator: Generator, public_key: SuppliedPublicKey 
 
 def generator_signing_seed(key: GeneratorKey) -> bytes:
     """The decrypted ML-DSA seed of a server-managed generator's key (never stored or logged)."""
-    return decrypt_private_key(bytes(key.encrypted_private_key), key_encryption_key(),
+    return unseal(bytes(key.encrypted_private_key), key_encryption_key(),
                                associated_data=_sealing_context(key.generator_id, key.kid))
 
 
@@ -106,7 +106,7 @@ def _add_key(generator: Generator, public_key: SuppliedPublicKey | None) -> Gene
         return GeneratorKey.objects.create(generator=generator, kid=public_key.kid, public_key=public_key.key)
     seed, raw_public = crypto.generate_keypair()
     kid = crypto.key_id(raw_public)
-    sealed = encrypt_private_key(seed, key_encryption_key(), associated_data=_sealing_context(generator.pk, kid))
+    sealed = seal(seed, key_encryption_key(), associated_data=_sealing_context(generator.pk, kid))
     return GeneratorKey.objects.create(generator=generator, kid=kid, public_key=raw_public,
                                        encrypted_private_key=sealed)
 

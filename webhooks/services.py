@@ -12,7 +12,7 @@ from accounts.models import Organization
 from audit.services import audit_write
 from config.errors import NotFound, ValidationFailed
 from config.keyring import webhook_secret_key
-from generators.keys import decrypt_private_key, encrypt_private_key
+from config.sealing import seal, unseal
 from webhooks.events import EVENT_KINDS
 from webhooks.models import MAX_ENDPOINTS_PER_ORG, WebhookEndpoint
 from webhooks.targets import Target, TargetRefused, target_check
@@ -87,7 +87,7 @@ def webhook_delete(*, endpoint: WebhookEndpoint) -> None:
 
 def webhook_secret(endpoint: WebhookEndpoint) -> str:
     """The endpoint's signing secret, decrypted (for signing deliveries; never stored or logged)."""
-    return decrypt_private_key(bytes(endpoint.encrypted_secret), webhook_secret_key(),
+    return unseal(bytes(endpoint.encrypted_secret), webhook_secret_key(),
                                associated_data=_sealing_context(endpoint.pk)).decode()
 
 
@@ -116,7 +116,7 @@ def _valid_events(events: list[str]) -> list[str]:
 
 
 def _seal(endpoint_id: uuid.UUID, secret: str) -> bytes:
-    return encrypt_private_key(secret.encode(), webhook_secret_key(), associated_data=_sealing_context(endpoint_id))
+    return seal(secret.encode(), webhook_secret_key(), associated_data=_sealing_context(endpoint_id))
 
 
 def _sealing_context(endpoint_id: uuid.UUID) -> bytes:

@@ -13,7 +13,7 @@ PURE_MODULES = [
     "provenance.hashing",
     "provenance.payload",
     "provenance.tokens",
-    "generators.keys",
+    "config.sealing",
     "config.hkdf",
 ]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,5 @@
-"""Encryption at rest for generator private keys (ML-DSA seeds).
+"""Encryption at rest for the secrets the service must read back: generators' private keys (ML-DSA
+seeds) and webhook signing secrets, each under its own key-encryption key (config/keyring.py).
 
 Blob layout (version 1)::
 
@@ -24,44 +25,44 @@ NONCE_BYTES = 12
 TAG_BYTES = 16
 
 
-class KeyDecryptionError(Exception):
+class SealedBlobError(Exception):
     """The blob is malformed, of an unknown version, or does not authenticate under this KEK and AD."""
 
 
-def encrypt_private_key(seed: bytes, kek: bytes, *, associated_data: bytes) -> bytes:
-    """Encrypt ``seed`` under the 32-byte ``kek``, bound to ``associated_data``.
+def seal(secret: bytes, kek: bytes, *, associated_data: bytes) -> bytes:
+    """Encrypt ``secret`` under the 32-byte ``kek``, bound to ``associated_data``.
 
-    Raises ValueError for a KEK that is not 32 bytes or an empty seed.
+    Raises ValueError for a KEK that is not 32 bytes or an empty secret.
     """
     _require_kek(kek)
-    if not seed:
-        raise ValueError("refusing to encrypt an empty private key")
-    # Random 96-bit nonces are safe here: a KEK encrypts at most a few thousand keys,
+    if not secret:
+        raise ValueError("refusing to encrypt an empty secret")
+    # Random 96-bit nonces are safe here: a KEK encrypts at most a few thousand secrets,
     # far below the ~2**32 messages where nonce collisions become a concern.
     nonce = os.urandom(NONCE_BYTES)
     version = bytes([BLOB_VERSION_1])
-    ciphertext = AESGCM(kek).encrypt(nonce, bytes(seed), version + bytes(associated_data))
+    ciphertext = AESGCM(kek).encrypt(nonce, bytes(secret), version + bytes(associated_data))
     return version + nonce + ciphertext
 
 
-def decrypt_private_key(blob: bytes, kek: bytes, *, associated_data: bytes) -> bytes:
-    """Return the seed sealed in ``blob`` under ``kek`` and ``associated_data``.
+def unseal(blob: bytes, kek: bytes, *, associated_data: bytes) -> bytes:
+    """Return the secret sealed in ``blob`` under ``kek`` and ``associated_data``.
 
-    Raises KeyDecryptionError if the blob is malformed, of unknown version or fails authentication,
+    Raises SealedBlobError if the blob is malformed, of unknown version or fails authentication,
     and ValueError for a KEK that is not 32 bytes.
     """
     _require_kek(kek)
     blob = bytes(blob)
     if len(blob) <= 1 + NONCE_BYTES + TAG_BYTES:
-        raise KeyDecryptionError("encrypted key blob is too short")
+        raise SealedBlobError("sealed blob is too short")
     if blob[0] != BLOB_VERSION_1:
-        raise KeyDecryptionError(f"unknown encrypted key blob version {blob[0]}")
+        raise SealedBlobError(f"unknown sealed blob version {blob[0]}")
     version, nonce, ciphertext = blob[:1], blob[1 : 1 + NONCE_BYTES], blob[1 + NONCE_BYTES :]
     try:
         return AESGCM(kek).decrypt(nonce, ciphertext, version + bytes(associated_data))
     except InvalidTag as exc:
         # Deliberately vague: wrong KEK, wrong row and tampering look the same to an attacker.
-        raise KeyDecryptionError("encrypted key blob failed authentication") from exc
+        raise SealedBlobError("sealed blob failed authentication") from exc
 
 
 def _require_kek(kek: bytes) -> None:
