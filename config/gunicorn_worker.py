@@ -104,8 +104,9 @@ class BalancedThreadWorker(ThreadWorker):
         super().set_accept_enabled(enabled and not self._held_back)
 
     def notify(self):
-        # Called at the top of every turn of the event loop: stop accepting once over our share. (The
-        # loop itself only calls set_accept_enabled when the stock connection limit changes its mind.)
+        # Called at the top of every turn of the event loop: stop accepting once over our share. Taking
+        # connections again needs nothing here: while not accepting, the loop calls set_accept_enabled
+        # (True) every turn, which asks _within_share again.
         super().notify()
         if not self.alive:
             # Stopping: no longer a sibling that others should wait for.
@@ -114,8 +115,6 @@ class BalancedThreadWorker(ThreadWorker):
         elif self._accepting and not self._within_share():
             self.set_accept_enabled(False)
             self._held_back = True
-        elif self._held_back:
-            self.set_accept_enabled(True)
 
     def wait_for_and_dispatch_events(self, timeout):
         # While held back, wake often enough to take connections again once the siblings catch up.

@@ -1,14 +1,12 @@
 """Seats and owners hold under concurrency, with real transactions and row locks: PostgreSQL only."""
 
-import threading
-
 import pytest
-from django.db import connection, connections
-from rest_framework.test import APIClient
+from django.db import connection
 
 from accounts.models import User
 from teams.models import Invite
 from tests import factories
+from tests.concurrent_requests import fire_concurrently
 
 pytestmark = [
     pytest.mark.postgres,
@@ -17,37 +15,13 @@ pytestmark = [
 ]
 
 
-def _fire_concurrently(calls: list) -> list[int]:
-    """Run each (method, url, body, bearer) at the same moment from its own thread; the statuses in order."""
-    barrier = threading.Barrier(len(calls))
-    statuses: list[int] = [0] * len(calls)
-
-    def send(index: int) -> None:
-        method, url, body, bearer = calls[index]
-        client = APIClient()
-        if bearer:
-            client.credentials(HTTP_AUTHORIZATION=f"Bearer {bearer}")
-        barrier.wait()
-        try:
-            statuses[index] = getattr(client, method)(url, body, format="json").status_code
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return statuses
-
-
 def test_two_invites_racing_for_the_last_seat_let_exactly_one_through():
     org = factories.make_org(plan="free")  # 2 seats: the owner and one more
     owner = factories.make_user(org=org)
     session = factories.session_token(owner)
     calls = [("post", "/v1/team/invites", {"email": f"racer{i}@example.com", "role": "user"}, session)
              for i in range(2)]
-    assert sorted(_fire_concurrently(calls)) == [201, 402]
+    assert sorted(fire_concurrently(calls)) == [201, 402]
     assert Invite.objects.for_org(org).pending().count() == 1
 
 
@@ -58,7 +32,7 @@ def test_many_invites_racing_for_three_seats_fill_them_exactly():
     session = factories.session_token(owner)
     calls = [("post", "/v1/team/invites", {"email": f"racer{i}@example.com", "role": "user"}, session)
              for i in range(8)]
-    assert sorted(_fire_concurrently(calls)) == [201] * 3 + [402] * 5
+    assert sorted(fire_concurrently(calls)) == [201] * 3 + [402] * 5
     assert Invite.objects.for_org(org).pending().count() == 3
 
 
@@ -66,7 +40,7 @@ def test_two_owners_stepping_down_at_once_leave_one_owner():
     org = factories.make_org(plan="growth")
     owners = [factories.make_user(org=org, role="owner") for _ in range(2)]
     calls = [("patch", f"/v1/team/members/{o.pk}/role", {"role": "user"}, factories.session_token(o)) for o in owners]
-    assert sorted(_fire_concurrently(calls)) == [200, 400]
+    assert sorted(fire_concurrently(calls)) == [200, 400]
     assert User.objects.for_org(org).filter(role="owner").count() == 1
 
 
@@ -75,7 +49,7 @@ def test_two_owners_demoting_each_other_at_once_leave_one_owner():
     first, second = (factories.make_user(org=org, role="owner") for _ in range(2))
     calls = [("patch", f"/v1/team/members/{second.pk}/role", {"role": "admin"}, factories.session_token(first)),
              ("patch", f"/v1/team/members/{first.pk}/role", {"role": "admin"}, factories.session_token(second))]
-    statuses = sorted(_fire_concurrently(calls))
+    statuses = sorted(fire_concurrently(calls))
     assert statuses[0] == 200 and statuses[1] in (400, 403)
     assert User.objects.for_org(org).filter(role="owner").count() == 1
 
@@ -85,7 +59,7 @@ def test_two_owners_removing_each_other_at_once_leave_one_owner():
     first, second = (factories.make_user(org=org, role="owner") for _ in range(2))
     calls = [("delete", f"/v1/team/members/{second.pk}", None, factories.session_token(first)),
              ("delete", f"/v1/team/members/{first.pk}", None, factories.session_token(second))]
-    statuses = sorted(_fire_concurrently(calls))
+    statuses = sorted(fire_concurrently(calls))
     assert statuses[0] == 200 and statuses[1] in (401, 403)
     assert User.objects.for_org(org).filter(role="owner").count() == 1
 
@@ -95,5 +69,5 @@ def test_an_invite_accepted_twice_at_once_creates_one_member():
     owner = factories.make_user(org=org)
     invite, token = factories.make_invite(org=org, inviter=owner)
     calls = [("post", f"/v1/team/invites/{token}/accept", {"password": f"password-{i}"}, None) for i in range(4)]
-    assert sorted(_fire_concurrently(calls)) == [201, 400, 400, 400]
+    assert sorted(fire_concurrently(calls)) == [201, 400, 400, 400]
     assert User.objects.filter(email=invite.email).count() == 1
