@@ -9,6 +9,9 @@ class UsageCounter(models.Model):
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="usage_counters")
     period_start = models.DateField()
     signatures_used = models.PositiveIntegerField(default=0)
+    # Whether this period's quota.limit webhook has fired: once per period, whether the allowance was
+    # reached by a signature or first refused with 402.
+    limit_announced = models.BooleanField(default=False)
 
     objects = OrgScopedQuerySet.as_manager()
 

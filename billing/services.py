@@ -21,6 +21,9 @@ QUOTA_WARNING_FRACTION = 0.8  # spec: quota.warning when usage crosses 80% of th
 class UsageAfter:
     used_before: int
     used_after: int
+    # quota.warning / quota.limit (kind, data) this count crossed: the caller emits them with its own
+    # events, so one action makes one delivery round.
+    events: tuple[tuple[str, dict], ...] = ()
 
 
 def plan_change(*, org: Organization, plan: str, billing_interval: str | None = None) -> Organization:
@@ -45,7 +48,8 @@ def usage_consume(*, org: Organization, count: int) -> UsageAfter:
     One conditional UPDATE both checks the free plan's allowance and counts, so concurrent signers
     can never pass the limit together. Call it last in the transaction: the counter row stays locked
     only until the commit. Raises SignatureLimitReached (nothing counted) when a blocking plan's
-    allowance would be exceeded. Emits quota.warning / quota.limit when this call crosses 80% / 100%.
+    allowance would be exceeded: the caller, once its transaction is rolled back, calls
+    `usage_refused`. The result lists the quota events this call crossed (80% / 100%).
     """
     plan = get_plan(org.plan)
     period = period_start(timezone.now())
@@ -56,22 +60,36 @@ def usage_consume(*, org: Organization, count: int) -> UsageAfter:
         used_after = _increment(org, period, count, cap)
     if used_after is None:
         raise _limit_reached(plan, signatures_used_this_month(org))
-    usage = UsageAfter(used_before=used_after - count, used_after=used_after)
-    _emit_quota_crossings(org, plan.included_signatures, usage)
-    return usage
+    used_before = used_after - count
+    return UsageAfter(used_before, used_after,
+                      _quota_crossings(org, period, plan.included_signatures, used_before, used_after))
 
 
 def usage_precheck(*, org: Organization, count: int) -> None:
     """Refuse early (before costly work) when a blocking plan has no room for `count` more signatures.
 
-    Advisory: `usage_consume` still decides atomically at commit. Raises SignatureLimitReached.
+    Advisory: `usage_consume` still decides atomically at commit. Raises SignatureLimitReached
+    (after announcing quota.limit, once per period).
     """
     plan = get_plan(org.plan)
     if not plan.blocks_at_limit:
         return
     used = signatures_used_this_month(org)
     if used + count > plan.included_signatures:
+        usage_refused(org=org)
         raise _limit_reached(plan, used)
+
+
+def usage_refused(*, org: Organization) -> None:
+    """A signing was refused with 402: emit quota.limit unless this period already did (own transaction)."""
+    plan = get_plan(org.plan)
+    period = period_start(timezone.now())
+    with transaction.atomic():
+        _ensure_counter(org, period)
+        if _claim_limit_announcement(org, period):
+            used = signatures_used_this_month(org)
+            event_emit(org=org, kind="quota.limit",
+                       data={**_quota_data(org, plan.included_signatures, used, period), "blocked": True})
 
 
 def _limit_reached(plan, current: int) -> SignatureLimitReached:
@@ -98,15 +116,25 @@ def _ensure_counter(org: Organization, period) -> None:
     UsageCounter.objects.bulk_create([UsageCounter(org=org, period_start=period)], ignore_conflicts=True)
 
 
-def _emit_quota_crossings(org: Organization, included: int | None, usage: UsageAfter) -> None:
+def _quota_crossings(org: Organization, period, included: int | None, used_before: int, used_after: int) -> tuple:
     if not included:
-        return
-    warning_at = included * QUOTA_WARNING_FRACTION
-    if usage.used_before < warning_at <= usage.used_after:
-        event_emit(org=org, kind="quota.warning", data=_quota_data(org, included, usage))
-    if usage.used_before < included <= usage.used_after:
-        event_emit(org=org, kind="quota.limit", data=_quota_data(org, included, usage))
+        return ()
+    crossed = []
+    if used_before < included * QUOTA_WARNING_FRACTION <= used_after:
+        crossed.append(("quota.warning", _quota_data(org, included, used_after, period)))
+    if used_before < included <= used_after and _claim_limit_announcement(org, period):
+        # `blocked`: whether signing stops here (free) or goes on as overage (paid plans).
+        blocked = get_plan(org.plan).blocks_at_limit
+        crossed.append(("quota.limit", {**_quota_data(org, included, used_after, period), "blocked": blocked}))
+    return tuple(crossed)
 
 
-def _quota_data(org: Organization, included: int, usage: UsageAfter) -> dict:
-    return {"plan": org.plan, "signatures_used": usage.used_after, "signatures_included": included}
+def _claim_limit_announcement(org: Organization, period) -> bool:
+    """Mark this period's quota.limit as sent; False when it already was (once per period)."""
+    return bool(UsageCounter.objects.filter(org=org, period_start=period, limit_announced=False)
+                .update(limit_announced=True))
+
+
+def _quota_data(org: Organization, included: int, used: int, period) -> dict:
+    return {"plan": org.plan, "signatures_used": used, "signatures_included": included,
+            "period_start": period.isoformat()}

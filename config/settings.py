@@ -41,6 +41,19 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
 
 
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from None
+    if not 0 < number < float("inf"):
+        raise ImproperlyConfigured(f"{name} must be a positive number, got {value!r}")
+    return number
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name)
     if value is None or value.strip() == "":
@@ -110,6 +123,9 @@ TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)  # proxies in front that
 BODY_READ_TIMEOUT = env_int("BODY_READ_TIMEOUT", 10)
 BODY_READ_DEADLINE = env_int("BODY_READ_DEADLINE", 60)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", False)
+# Spec, Limits: an endpoint answers within 10 s or the delivery fails. Tests shorten it.
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)
+WEBHOOK_DELIVERY_THREADS = env_int("WEBHOOK_DELIVERY_THREADS", 32)  # per process, shared by all requests
 
 INSTALLED_APPS = [
     "django.contrib.admin",

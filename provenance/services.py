@@ -11,8 +11,8 @@ from django.db import transaction
 from accounts.models import Organization
 from audit.services import audit_write_many
 from billing.gates import require_feature
-from billing.services import usage_consume
-from config.errors import ApiError, GeneratorServerManaged, SignatureInvalid, ValidationFailed
+from billing.services import usage_consume, usage_refused
+from config.errors import ApiError, GeneratorServerManaged, SignatureInvalid, SignatureLimitReached, ValidationFailed
 from config.hot_sql import RowInserter
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
@@ -20,7 +20,7 @@ from provenance import crypto
 from provenance.models import FingerprintKind, Record
 from provenance.payload import SIGNED_FIELDS, signed_payload_bytes
 from provenance.phash_bands import signed_value
-from webhooks.events import event_emit
+from webhooks.events import events_emit
 
 PARALLEL_VERIFY_MIN = 8  # signatures per thread below which a hand-off costs more than it saves
 
@@ -53,12 +53,16 @@ def record_create(*, org: Organization, draft: RecordDraft) -> Record:
 def records_create(*, org: Organization, drafts: list[RecordDraft]) -> list[Record]:
     """Store several records all-or-nothing; a batch of N counts N signatures."""
     records = [_record_from(org, draft) for draft in drafts]
-    with transaction.atomic():
-        _insert_records(records)
-        audit_write_many(org=org, type="sign", metadatas=[_sign_metadata(r) for r in records])
-        usage_consume(org=org, count=len(records))  # last: the counter row stays locked until commit only
-        for record in records:
-            event_emit(org=org, kind="record.created", data=_sign_metadata(record))
+    try:
+        with transaction.atomic():
+            _insert_records(records)
+            audit_write_many(org=org, type="sign", metadatas=[_sign_metadata(r) for r in records])
+            usage = usage_consume(org=org, count=len(records))  # last: the counter row stays locked until commit only
+            # One delivery round after commit: a record.created per record, then any quota crossing.
+            events_emit(org=org, events=[*(("record.created", _event_data(r)) for r in records), *usage.events])
+    except SignatureLimitReached:
+        usage_refused(org=org)  # after the rollback, so its quota.limit is not rolled back with the records
+        raise
     return records
 
 
@@ -177,4 +181,10 @@ def _record_from(org: Organization, draft: RecordDraft) -> Record:
 
 def _sign_metadata(record: Record) -> dict:
     return {"record_id": str(record.pk), "generator_id": str(record.generator_id), "model": record.model}
+
+
+def _event_data(record: Record) -> dict:
+    """record.created's `data`: what a receiver needs to find and check the record."""
+    return {**_sign_metadata(record), "content_hash": record.content_hash, "watermark_id": record.watermark_id,
+            "signed_at": record.signed_at.isoformat().replace("+00:00", "Z")}
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from audit.services import audit_write
+from audit.services import audit_write_many
 from config.errors import PayloadTooLarge
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
 from provenance import crypto
@@ -20,7 +20,7 @@ from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_id_from_token
 from provenance.tokens import InvalidToken
 from verification import selectors
-from webhooks.events import event_emit
+from webhooks.events import events_emit
 
 # One budget for a whole /v1/verify/batch request, checked from the headers before any item is decoded:
 # decoding time and memory grow with pixels, so a batch may hold two images of the single-upload pixel
@@ -61,7 +61,9 @@ def content_open(data: bytes) -> Media | None:
 
 def content_verify(*, data: bytes, token: str | None = None) -> Verification:
     """Verify one piece of content (any format /v1/sign produces). Raises PayloadTooLarge only."""
-    return _verify(data, content_open(data), token)
+    result = _verify(data, content_open(data), token)
+    _announce([result])
+    return result
 
 
 def contents_verify(*, items: list[tuple[bytes, str | None]]) -> list[Verification]:
@@ -80,6 +82,7 @@ def contents_verify(*, items: list[tuple[bytes, str | None]]) -> list[Verificati
     for index, (data, token) in enumerate(items):
         media, opened[index] = opened[index], None  # the decoded pixels go with the item
         results.append(_verify(data, media, token))
+    _announce(results)
     return results
 
 
@@ -100,8 +103,6 @@ def _verify(data: bytes, media: Media | None, token: str | None) -> Verification
     if result.record is not None:
         _check_record(result, media, data)
     _conclude(result)
-    if result.record is not None:
-        _announce(result)
     return result
 
 
@@ -179,13 +180,26 @@ def _conclude(result: Verification) -> None:
         result.reason = result.problems[0] if result.problems else "no_provenance_found"
 
 
-def _announce(result: Verification) -> None:
-    """Audit `verify` for the organization that owns the record; fire verify webhooks."""
-    record = result.record
-    metadata = {"record_id": str(record.pk), "authentic": result.authentic, "tampered": result.tampered,
-                "confidence": result.confidence, "token_source": result.token_source}
+def _announce(results: list[Verification]) -> None:
+    """Audit `verify` for each organization that owns a verified record and fire its verify webhooks:
+    one transaction, and one delivery round per organization, for the whole request."""
+    by_org: dict = {}
+    for result in results:
+        if result.record is not None:
+            by_org.setdefault(result.record.org_id, []).append(result)
+    if not by_org:
+        return
     with transaction.atomic():
-        audit_write(org=record.org, type="verify", metadata=metadata)
-        event_emit(org=record.org, kind="verify.attempted", data=metadata)
-        if result.tampered:
-            event_emit(org=record.org, kind="verify.tamper_detected", data=metadata)
+        for org_results in by_org.values():
+            org = org_results[0].record.org
+            metadatas = [_verify_metadata(result) for result in org_results]
+            audit_write_many(org=org, type="verify", metadatas=metadatas)
+            events_emit(org=org, events=[
+                (kind, metadata) for result, metadata in zip(org_results, metadatas, strict=True)
+                for kind in (("verify.attempted", "verify.tamper_detected") if result.tampered
+                             else ("verify.attempted",))])
+
+
+def _verify_metadata(result: Verification) -> dict:
+    return {"record_id": str(result.record.pk), "authentic": result.authentic, "tampered": result.tampered,
+            "confidence": result.confidence, "token_source": result.token_source}

@@ -1,16 +1,23 @@
 """/v1/webhooks: an organization's webhook endpoints (Growth or above, owner's email verified)."""
 
-from drf_spectacular.utils import extend_schema
+from datetime import timedelta
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 
 from accounts.scoping import OrgScopedViewSet
 from billing.gates import require_feature
+from config.errors import NotFound
 from config.validation import validated
 from webhooks import serializers as s
 from webhooks import services
-from webhooks.models import WebhookEndpoint
+from webhooks.delivery import delivery_retry
+from webhooks.models import DELIVERY_LOG_DAYS, WebhookDelivery, WebhookEndpoint
 
 
 class WebhooksEnabled(BasePermission):
@@ -46,3 +53,30 @@ class WebhookViewSet(OrgScopedViewSet):
     def destroy(self, request, pk=None):
         services.webhook_delete(endpoint=self.get_object())
         return Response({"deleted": True})
+
+    @extend_schema(parameters=[s.DeliveryQueryInput], responses={200: s.DeliveryListOutput}, tags=["webhooks"])
+    @action(detail=True, methods=["get"], url_path="deliveries")
+    def deliveries(self, request, pk=None):
+        query = s.DeliveryQueryInput(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        page, limit = query.validated_data["page"], query.validated_data["limit"]
+        entries = self.get_object().deliveries.filter(created_at__gte=_log_kept_since())
+        offset = (page - 1) * limit
+        return Response(s.DeliveryListOutput({"deliveries": entries[offset:offset + limit]}).data)
+
+    @extend_schema(request=None, responses={200: s.DeliveryOutput}, tags=["webhooks"],
+                   parameters=[OpenApiParameter("delivery_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+    @action(detail=True, methods=["post"], url_path="deliveries/<uuid:delivery_id>/retry")
+    def retry(self, request, pk=None, delivery_id=None):
+        endpoint = self.get_object()
+        delivery = WebhookDelivery.objects.for_org(request.org).filter(
+            endpoint=endpoint, pk=delivery_id, created_at__gte=_log_kept_since()).first()
+        if delivery is None:
+            raise NotFound()
+        delivery.endpoint = endpoint
+        return Response(s.DeliveryOutput(delivery_retry(delivery)).data)
+
+
+def _log_kept_since():
+    # Older entries are past the log's 30 days (spec, Events rule 7) and wait only for the prune command.
+    return timezone.now() - timedelta(days=DELIVERY_LOG_DAYS)

@@ -1,13 +1,21 @@
-"""The one call every webhook-worthy state change makes: `event_emit`.
+"""The one call every webhook-worthy state change makes: `event_emit` (or `events_emit` for several).
 
-Delivery (signed HTTP POSTs to subscribed endpoints) arrives with the webhooks issue; this is the
-seam it plugs into. Callers emit inside their transaction; delivery will run on commit.
+Callers emit inside the transaction of the change. Delivery runs once that transaction commits (an
+event of a rolled-back change is never sent), still within the request (spec, Events rule 1), and
+only for kinds an active endpoint of the organization subscribes to: the organization row every
+request already holds says which (`Organization.webhook_events`), so an event nobody listens to
+costs no query. All events of one `events_emit` call go out in one delivery round, concurrently.
 """
 
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from django.db import transaction
+from django.utils import timezone
 
 from accounts.models import Organization
+from billing.plans import plan_allows
 
 logger = logging.getLogger(__name__)
 
@@ -27,11 +35,27 @@ EVENT_KINDS = (
 
 def event_emit(*, org: Organization, kind: str, data: dict) -> None:
     """Announce an event of `kind` for `org`. ValueError for a kind the spec does not list."""
-    if kind not in EVENT_KINDS:
-        raise ValueError(f"unknown event kind {kind!r}")
-    logger.debug("event %s for org %s: %s", kind, org.pk, data)
-    for listener in tuple(_listeners):
-        listener(org, kind, data)
+    events_emit(org=org, events=[(kind, data)])
+
+
+def events_emit(*, org: Organization, events: Sequence[tuple[str, dict]]) -> None:
+    """Announce several events of `org` at once: one delivery round after commit. ValueError as above."""
+    for kind, _ in events:
+        if kind not in EVENT_KINDS:
+            raise ValueError(f"unknown event kind {kind!r}")
+    for kind, data in events:
+        logger.debug("event %s for org %s: %s", kind, org.pk, data)
+        for listener in tuple(_listeners):
+            listener(org, kind, data)
+    subscribed = org.webhook_events
+    if not subscribed or not plan_allows(org.plan, "webhooks"):
+        return  # nobody listens (or the plan no longer delivers): no query, no work
+    wanted = [(kind, data) for kind, data in events if kind in subscribed]
+    if wanted:
+        from webhooks.delivery import deliver_round  # delivery needs models; this module stays importable early
+
+        # robust: a delivery problem is logged, never turned into an error of the committed action.
+        transaction.on_commit(functools.partial(deliver_round, org, wanted, timezone.now()), robust=True)
 
 
 def event_listen(listener: Listener) -> Callable[[], None]:

@@ -1,4 +1,5 @@
-"""Webhook endpoints: where an organization's events are delivered, signed with the endpoint's secret."""
+"""Webhook endpoints (where an organization's events go, signed with the endpoint's secret) and the
+delivery log (every attempt, kept 30 days)."""
 
 import uuid
 
@@ -9,6 +10,7 @@ from accounts.models import Organization, OrgScopedQuerySet
 
 MAX_ENDPOINTS_PER_ORG = 10  # spec, Limits
 FAILURES_BEFORE_FAILING = 5  # spec, Limits: consecutive failures, then `failing`
+DELIVERY_LOG_DAYS = 30  # spec, Events rule 7
 
 
 class WebhookEndpoint(models.Model):
@@ -37,3 +39,35 @@ class WebhookEndpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.url} ({self.status})"
+
+
+class WebhookDelivery(models.Model):
+    """One attempt to deliver one event to one endpoint (a retry is a new row)."""
+
+    class Status(models.TextChoices):
+        SUCCESS = "success"  # the endpoint answered 2xx in time
+        FAILED = "failed"  # any other status, a timeout, a refused target or a connection error
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=40)
+    # The request body exactly as sent (its `id` is the first attempt's delivery id, so a receiver
+    # deduplicates a retry): a retry re-sends these bytes with a fresh signature.
+    payload = models.TextField()
+    status = models.CharField(max_length=10, choices=Status.choices)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True)  # why it failed without a response code
+    retry_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = OrgScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["endpoint", "-created_at"], name="delivery_endpoint_newest"),
+                   models.Index(fields=["created_at"], name="delivery_created")]
+
+    def __str__(self) -> str:
+        return f"{self.event} -> {self.endpoint_id}: {self.status}"

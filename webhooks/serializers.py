@@ -1,8 +1,13 @@
-from drf_spectacular.utils import extend_schema_serializer
+import json
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from webhooks.events import EVENT_KINDS
 from webhooks.targets import MAX_URL_LENGTH
+
+MAX_DELIVERIES_PER_PAGE = 100
 
 
 def _events(**kwargs) -> serializers.ListField:
@@ -47,3 +52,35 @@ class WebhookListOutput(serializers.Serializer):
 
 class WebhookDeletedOutput(serializers.Serializer):
     deleted = serializers.BooleanField()
+
+
+class DeliveryQueryInput(serializers.Serializer):
+    page = serializers.IntegerField(min_value=1, max_value=10_000_000, default=1)
+    limit = serializers.IntegerField(min_value=1, max_value=2**31 - 1, default=50,
+                                     help_text="Entries per page, newest first; above 100 is taken as 100.")
+
+    def validate_limit(self, value: int) -> int:
+        return min(value, MAX_DELIVERIES_PER_PAGE)
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class PayloadField(serializers.Field):
+    """The stored request body shown as the JSON object it is."""
+
+    def to_representation(self, value: str):
+        return json.loads(value)
+
+
+class DeliveryOutput(serializers.Serializer):
+    delivery_id = serializers.UUIDField(source="pk")
+    event = serializers.CharField()
+    status = serializers.ChoiceField(choices=["success", "failed"])
+    response_code = serializers.IntegerField(allow_null=True)
+    latency_ms = serializers.IntegerField()
+    payload = PayloadField(help_text="The envelope as sent: {id, event, timestamp, org_id, data}.")
+    created_at = serializers.DateTimeField()
+
+
+@extend_schema_serializer(many=False)
+class DeliveryListOutput(serializers.Serializer):
+    deliveries = DeliveryOutput(many=True)

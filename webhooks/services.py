@@ -35,13 +35,13 @@ def webhook_create(*, org: Organization, url: str, events: list[str]) -> Created
     webhook_target(url)
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
-        # Lock the organization row so two concurrent creates cannot both pass the cap.
-        Organization.objects.select_for_update().filter(pk=org.pk).first()
+        org_row_lock(org.pk)  # so two concurrent creates cannot both pass the cap
         if WebhookEndpoint.objects.for_org(org).count() >= MAX_ENDPOINTS_PER_ORG:
             raise ValidationFailed(f"An organization may have at most {MAX_ENDPOINTS_PER_ORG} webhook endpoints.")
         endpoint_id = uuid.uuid4()
         endpoint = WebhookEndpoint.objects.create(id=endpoint_id, org=org, url=url, events=kinds,
                                                   encrypted_secret=_seal(endpoint_id, secret))
+        subscriptions_refresh(org.pk)
         audit_write(org=org, type="webhook.created",
                     metadata={"webhook_id": str(endpoint_id), "url": url, "events": kinds})
     return CreatedWebhook(endpoint=endpoint, secret=secret)
@@ -59,6 +59,7 @@ def webhook_update(*, endpoint: WebhookEndpoint, url: str | None = None, events:
     if url is not None:
         webhook_target(url)
     with transaction.atomic():
+        org_row_lock(endpoint.org_id)  # always the organization row first, then the endpoint: one lock order
         locked = WebhookEndpoint.objects.select_for_update().filter(pk=endpoint.pk).first()
         if locked is None:
             raise NotFound()
@@ -70,6 +71,7 @@ def webhook_update(*, endpoint: WebhookEndpoint, url: str | None = None, events:
             _move_status(locked, status)
         locked.updated_at = timezone.now()
         locked.save()
+        subscriptions_refresh(locked.org_id)
         changes = {name: value for name, value in (("url", url), ("events", kinds), ("status", status))
                    if value is not None}
         audit_write(org=locked.org, type="webhook.updated", metadata={"webhook_id": str(locked.pk), **changes})
@@ -79,10 +81,26 @@ def webhook_update(*, endpoint: WebhookEndpoint, url: str | None = None, events:
 def webhook_delete(*, endpoint: WebhookEndpoint) -> None:
     """Delete the endpoint; nothing more is delivered to it. Writes audit `webhook.deleted`."""
     with transaction.atomic():
+        org_row_lock(endpoint.org_id)
         deleted, _ = WebhookEndpoint.objects.filter(pk=endpoint.pk).delete()
         if deleted:
+            subscriptions_refresh(endpoint.org_id)
             audit_write(org=endpoint.org, type="webhook.deleted",
                         metadata={"webhook_id": str(endpoint.pk), "url": endpoint.url})
+
+
+def subscriptions_refresh(org_id: uuid.UUID) -> list[str]:
+    """Recompute `Organization.webhook_events`, the kinds some active endpoint subscribes to.
+
+    Call inside the transaction of the endpoint change, with the organization row locked.
+    """
+    subscribed = set()
+    for events in WebhookEndpoint.objects.filter(org_id=org_id, status=WebhookEndpoint.Status.ACTIVE
+                                                 ).values_list("events", flat=True):
+        subscribed.update(events)
+    kinds = [kind for kind in EVENT_KINDS if kind in subscribed]
+    Organization.objects.filter(pk=org_id).update(webhook_events=kinds)
+    return kinds
 
 
 def webhook_secret(endpoint: WebhookEndpoint) -> str:
@@ -97,6 +115,11 @@ def webhook_target(url: str) -> Target:
         return target_check(url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_TARGETS)
     except TargetRefused as exc:
         raise ValidationFailed(details={"url": [str(exc)]}) from None
+
+
+def org_row_lock(org_id: uuid.UUID) -> None:
+    """Lock the organization's row until the transaction ends: taken before any endpoint row, always."""
+    Organization.objects.select_for_update().filter(pk=org_id).values_list("pk", flat=True).first()
 
 
 def _move_status(endpoint: WebhookEndpoint, status: str) -> None:

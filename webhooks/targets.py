@@ -60,6 +60,9 @@ def is_public_address(ip: IPAddress) -> bool:
 def _parts(url: str, *, allow_private: bool) -> tuple[str, str, int]:
     if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
         raise TargetRefused(f"Give a URL of at most {MAX_URL_LENGTH} characters.")
+    if not url.isascii() or any(ch <= " " or ch == "\x7f" for ch in url):
+        # It becomes a request line: spaces, line breaks and other bytes must arrive percent-encoded.
+        raise TargetRefused("Percent-encode spaces, control and non-ASCII characters in the URL.")
     try:
         parts = urlsplit(url)
         port = parts.port

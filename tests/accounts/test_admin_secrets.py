@@ -18,7 +18,7 @@ from generators.services import generator_signing_seed
 from provenance.models import Record
 from teams.models import Invite
 from tests import factories
-from webhooks.models import WebhookEndpoint
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -69,6 +69,8 @@ def secrets(org) -> dict[str, str | bytes]:
     factories.set_usage(org, 3)
     _, invite_raw = factories.make_invite(org=org, inviter=owner)
     webhook, webhook_secret = factories.make_webhook(org=org)
+    WebhookDelivery.objects.create(org=org, endpoint=webhook, event="record.created", status="failed",
+                                   payload='{"id":"x","event":"record.created","data":{}}', error="timed out")
     *_, salt, password_hash = owner.password.split("$")
     return {
         # The key's public "svc_key_" prefix and first 4 characters are its preview, shown on purpose.
@@ -98,14 +100,14 @@ def _admin_pages() -> list[str]:
 
 def test_every_model_with_secrets_has_a_row_to_look_at(secrets):
     for model in (ApiKey, GeneratorKey, TOTPDevice, EmailToken, TwoFactorChallenge, Record, UsageCounter, Invite,
-                  WebhookEndpoint):
+                  WebhookEndpoint, WebhookDelivery):
         assert model.objects.exists(), model
 
 
 def test_no_admin_page_shows_any_secret(staff_client, secrets):
     pages = _admin_pages()
     assert {"/admin/otp_totp/totpdevice/", "/admin/accounts/apikey/", "/admin/generators/generator/",
-            "/admin/webhooks/webhookendpoint/"} <= set(pages)
+            "/admin/webhooks/webhookendpoint/", "/admin/webhooks/webhookdelivery/"} <= set(pages)
     assert sum("/change/" in page for page in pages) >= len(admin.site._registry)
     for page in pages:
         response = staff_client.get(page)

@@ -85,4 +85,24 @@ def test_crossing_80_percent_warns_once_and_reaching_the_limit_announces_it(key_
     _sign(client, generator, seed, 4)  # 500
     assert [kind for _, kind, _ in emitted if kind.startswith("quota")] == ["quota.warning", "quota.limit"]
     limit_event = next(data for _, kind, data in emitted if kind == "quota.limit")
-    assert limit_event == {"plan": "free", "signatures_used": 500, "signatures_included": 500}
+    period = UsageCounter.objects.get(org=org).period_start.isoformat()
+    assert limit_event == {"plan": "free", "signatures_used": 500, "signatures_included": 500,
+                           "period_start": period, "blocked": True}
+    assert _sign(client, generator, seed, 5).status_code == 402  # blocked now: announced already
+    assert [kind for _, kind, _ in emitted if kind.startswith("quota")] == ["quota.warning", "quota.limit"]
+
+
+def test_the_first_refusal_announces_the_limit_once_when_no_signature_reached_it(key_client, org, emitted):
+    client, generator, seed = _setup(org, key_client, 500)  # set there by hand: no signature crossed 100%
+    assert [_sign(client, generator, seed, n).status_code for n in range(3)] == [402, 402, 402]
+    limits = [data for _, kind, data in emitted if kind == "quota.limit"]
+    assert len(limits) == 1 and limits[0]["blocked"] is True and limits[0]["signatures_used"] == 500
+    assert UsageCounter.objects.get(org=org).limit_announced is True
+
+
+def test_a_paid_plan_announces_where_overage_starts_without_blocking(key_client, emitted):
+    org = factories.make_org(plan="starter")
+    client, generator, seed = _setup(org, key_client, 4999)
+    assert [_sign(client, generator, seed, n).status_code for n in range(2)] == [201, 201]
+    limits = [data for _, kind, data in emitted if kind == "quota.limit"]
+    assert len(limits) == 1 and limits[0]["blocked"] is False and limits[0]["signatures_used"] == 5000

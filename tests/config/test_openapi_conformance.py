@@ -45,7 +45,9 @@ def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("openapi")
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'db.sqlite3'}", "REDIS_URL": "",
            "VERIFY_RATE_PER_MINUTE": "1000000", "AUTH_RATE_PER_MINUTE": "1000000", "DEBUG": "true",
-           "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend", "LOG_LEVEL": "WARNING"}
+           "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend", "LOG_LEVEL": "WARNING",
+           # Generated webhook URLs may name real public hosts: a delivery there gives up within a second.
+           "WEBHOOK_TIMEOUT_SECONDS": "1"}
     setup = subprocess.run([sys.executable, "-m", "tests.config.schema_run_setup"], cwd=PROJECT, env=env,
                            capture_output=True, text=True, timeout=120, check=True)
     credentials = json.loads(setup.stdout.strip().splitlines()[-1])

@@ -1,9 +1,13 @@
 """`event_emit`, the one seam of webhook events, and the `emitted` fixture that listens there."""
 
 import pytest
+from django.db import connection, transaction
 
+from tests import factories
 from webhooks import events
 from webhooks.events import event_emit
+from webhooks.models import WebhookEndpoint
+from webhooks.services import webhook_delete, webhook_update
 
 pytestmark = pytest.mark.django_db
 
@@ -28,3 +32,31 @@ def test_a_listener_hears_nothing_once_it_stops(org):
     stop()
     event_emit(org=org, kind="quota.limit", data={})
     assert heard == ["quota.warning"]
+
+
+def test_an_event_no_active_endpoint_subscribes_to_costs_no_query(org, django_assert_num_queries):
+    factories.make_webhook(org=org, events=["generator.revoked"])
+    org.refresh_from_db()
+    assert org.webhook_events == ["generator.revoked"]
+    with transaction.atomic():
+        with django_assert_num_queries(0):
+            event_emit(org=org, kind="record.created", data={})  # subscribed by nobody: not even an on_commit
+        assert connection.run_on_commit == []
+
+
+def test_the_subscribed_kinds_follow_every_endpoint_change(org):
+    endpoint, _ = factories.make_webhook(org=org, events=["record.created"])
+    factories.make_webhook(org=org, events=["quota.warning", "record.created"])
+    org.refresh_from_db()
+    assert org.webhook_events == ["record.created", "quota.warning"]
+    webhook_update(endpoint=endpoint, status="disabled")
+    webhook_update(endpoint=WebhookEndpoint.objects.exclude(pk=endpoint.pk).get(), events=["generator.revoked"])
+    org.refresh_from_db()
+    assert org.webhook_events == ["generator.revoked"]
+    webhook_update(endpoint=endpoint, status="active")
+    org.refresh_from_db()
+    assert org.webhook_events == ["record.created", "generator.revoked"]
+    for each in WebhookEndpoint.objects.all():
+        webhook_delete(endpoint=each)
+    org.refresh_from_db()
+    assert org.webhook_events == []

@@ -1,0 +1,204 @@
+"""Delivering events to endpoints, logging every attempt and counting failures (spec, Events rules 1-7).
+
+A round is what one committed action announces: every (event, subscribed active endpoint) pair is
+one delivery. Endpoints are served concurrently, one lane each on a per-process thread pool; a lane
+sends its endpoint's deliveries in order. All rounds of one HTTP request share one deadline,
+`WEBHOOK_TIMEOUT_SECONDS` (10) from the first round's start, so hanging endpoints cost a request at
+most that, whatever it sends (outside a request, each round gets its own).
+A delivery not yet sent when the deadline passes is logged as failed without being counted against
+the endpoint (it never had its chance); one that was sent and did not answer 2xx in time counts.
+Lanes do network work only; the database is read and written in the request's thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from datetime import datetime
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from accounts.models import Organization
+from config.hot_sql import RowInserter
+from webhooks import transport
+from webhooks.models import FAILURES_BEFORE_FAILING, WebhookDelivery, WebhookEndpoint
+from webhooks.services import org_row_lock, subscriptions_refresh, webhook_secret
+from webhooks.signing import HEADER, signature_header
+from webhooks.targets import TargetRefused, target_check
+from webhooks.transport import Outcome
+
+logger = logging.getLogger(__name__)
+
+_insert_deliveries = RowInserter(WebhookDelivery).insert
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+# How long past the deadline the request waits for a lane stuck where no timeout reaches (a slow DNS
+# answer): the lane's sends are then logged as timed out, and it will not send once the deadline passed.
+_LANE_GRACE_SECONDS = 0.5
+_window = threading.local()  # the delivery deadline of the request this thread serves
+
+
+def deliver_round(org: Organization, events: Sequence[tuple[str, dict]],
+                  occurred_at: datetime) -> list[WebhookDelivery]:
+    """Deliver `events` (kind, data) of `org` to its subscribed active endpoints; returns the logged deliveries."""
+    kinds = {kind for kind, _ in events}
+    active = WebhookEndpoint.objects.filter(org_id=org.pk, status=WebhookEndpoint.Status.ACTIVE)
+    endpoints = [endpoint for endpoint in active if kinds.intersection(endpoint.events)]
+    if not endpoints:
+        return []
+    timestamp = occurred_at.isoformat().replace("+00:00", "Z")
+    lanes = []
+    for endpoint in endpoints:
+        sends = []
+        for kind, data in events:
+            if kind in endpoint.events:
+                delivery_id = uuid.uuid4()
+                sends.append((delivery_id, kind, _envelope(delivery_id, kind, timestamp, org.pk, data)))
+        lanes.append((endpoint, sends))
+    outcomes = _run_lanes([(endpoint, [body for _, _, body in sends]) for endpoint, sends in lanes])
+    logged = []
+    for (endpoint, sends), lane_outcomes in zip(lanes, outcomes, strict=True):
+        logged += [_log_entry(endpoint, delivery_id, kind, body, outcome)
+                   for (delivery_id, kind, body), outcome in zip(sends, lane_outcomes, strict=True)]
+    _store(logged)
+    for endpoint, lane_outcomes in zip(endpoints, outcomes, strict=True):
+        _count(endpoint, lane_outcomes)
+    return logged
+
+
+def delivery_retry(delivery: WebhookDelivery) -> WebhookDelivery:
+    """Send a logged delivery's payload again with a fresh signature; returns the new log entry.
+
+    Allowed whatever the endpoint's status (it is the organization's explicit request); the outcome
+    counts toward the failure count only while the endpoint is active.
+    """
+    endpoint = delivery.endpoint
+    body = delivery.payload.encode()
+    [outcome] = _run_lanes([(endpoint, [body])])[0]
+    entry = _log_entry(endpoint, uuid.uuid4(), delivery.event, body, outcome, retry_of=delivery)
+    _store([entry])
+    if endpoint.status == WebhookEndpoint.Status.ACTIVE:
+        _count(endpoint, [outcome])
+    return entry
+
+
+def _envelope(delivery_id: uuid.UUID, kind: str, timestamp: str, org_id: uuid.UUID, data: dict) -> bytes:
+    envelope = {"id": str(delivery_id), "event": kind, "timestamp": timestamp, "org_id": str(org_id), "data": data}
+    return json.dumps(envelope, separators=(",", ":"), default=str).encode()
+
+
+def request_window_open(**_) -> None:
+    """request_started: this thread now serves a request, whose rounds will share one deadline."""
+    _window.serving, _window.deadline = True, None
+
+
+def request_window_close(**_) -> None:
+    """request_finished."""
+    _window.serving, _window.deadline = False, None
+
+
+def _round_deadline(timeout: float) -> float:
+    now = time.monotonic()
+    if not getattr(_window, "serving", False):
+        return now + timeout
+    if _window.deadline is None:
+        _window.deadline = now + timeout
+    return _window.deadline
+
+
+def _run_lanes(lanes: list[tuple[WebhookEndpoint, list[bytes]]]) -> list[list[Outcome]]:
+    """Each endpoint's bodies sent in order, endpoints concurrently, all by one deadline."""
+    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
+    deadline = _round_deadline(timeout)
+    allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
+    # Secrets are unsealed here, in the request's thread; lanes get only what they send.
+    futures = [_lane_pool().submit(_lane, endpoint.url, webhook_secret(endpoint), bodies, deadline, allow_private)
+               for endpoint, bodies in lanes]
+    wait(futures, timeout=max(0.0, deadline - time.monotonic()) + _LANE_GRACE_SECONDS)
+    results = []
+    for future, (_, bodies) in zip(futures, lanes, strict=True):
+        if future.done() and future.exception() is None:
+            results.append(future.result())
+        else:
+            if future.done():
+                logger.error("webhook lane failed", exc_info=future.exception())
+            results.append([Outcome(None, "timed out", round(timeout * 1000))] * len(bodies))
+    return results
+
+
+def _lane(url: str, secret: str, bodies: list[bytes], deadline: float, allow_private: bool) -> list[Outcome]:
+    """One endpoint's deliveries: its target checked again (and resolved once), then each body signed and sent."""
+    try:
+        target = target_check(url, allow_private=allow_private)
+    except TargetRefused as exc:
+        return [Outcome(None, f"target refused: {exc}"[:300], 0)] * len(bodies)
+    return [transport.post(target, body=body, headers={HEADER: signature_header(secret=secret, body=body)},
+                           deadline=deadline)
+            for body in bodies]
+
+
+def _lane_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:  # made on first use: after a server forks its workers, one pool per process
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=settings.WEBHOOK_DELIVERY_THREADS,
+                                           thread_name_prefix="webhook-lane")
+    return _pool
+
+
+def _log_entry(endpoint: WebhookEndpoint, delivery_id: uuid.UUID, kind: str, body: bytes, outcome: Outcome,
+               retry_of: WebhookDelivery | None = None) -> WebhookDelivery:
+    return WebhookDelivery(
+        id=delivery_id, org_id=endpoint.org_id, endpoint_id=endpoint.pk, event=kind, payload=body.decode(),
+        status=WebhookDelivery.Status.SUCCESS if outcome.ok else WebhookDelivery.Status.FAILED,
+        response_code=outcome.status_code, latency_ms=outcome.latency_ms, error=outcome.error,
+        retry_of=retry_of, created_at=timezone.now())
+
+
+def _store(entries: list[WebhookDelivery]) -> None:
+    try:
+        if connection.in_atomic_block:
+            with transaction.atomic():  # a savepoint, so the fallback below can still run
+                _insert_deliveries(entries)
+        else:  # the usual case (after commit): one statement, atomic by itself
+            _insert_deliveries(entries)
+    except IntegrityError:
+        # An endpoint was deleted during the round: its deliveries went with it.
+        asked = {entry.endpoint_id for entry in entries}
+        alive = set(WebhookEndpoint.objects.filter(pk__in=asked).values_list("pk", flat=True))
+        _insert_deliveries([entry for entry in entries if entry.endpoint_id in alive])
+
+
+def _count(endpoint: WebhookEndpoint, outcomes: list[Outcome]) -> None:
+    """Consecutive failures (spec, States): any 2xx resets the count; the fifth failure in a row sets `failing`."""
+    attempted = [outcome for outcome in outcomes if outcome.attempted]
+    if not attempted:
+        return
+    active = WebhookEndpoint.objects.filter(pk=endpoint.pk, status=WebhookEndpoint.Status.ACTIVE)
+    last_success = max((i for i, outcome in enumerate(attempted) if outcome.ok), default=None)
+    failures_since = len(attempted) if last_success is None else len(attempted) - 1 - last_success
+    if last_success is not None and failures_since < FAILURES_BEFORE_FAILING:
+        if failures_since or endpoint.consecutive_failures:
+            active.update(consecutive_failures=failures_since)
+        return  # the usual case, healthy and still healthy, writes nothing
+    with transaction.atomic():
+        org_row_lock(endpoint.org_id)  # before the endpoint row, as every endpoint change does
+        if last_success is None:
+            active.update(consecutive_failures=F("consecutive_failures") + failures_since)
+        else:
+            active.update(consecutive_failures=failures_since)
+        moved = active.filter(consecutive_failures__gte=FAILURES_BEFORE_FAILING).update(
+            status=WebhookEndpoint.Status.FAILING, updated_at=timezone.now())
+        if moved:
+            logger.warning("webhook endpoint %s is failing after %d consecutive failures; deliveries stop",
+                           endpoint.pk, FAILURES_BEFORE_FAILING)
+            subscriptions_refresh(endpoint.org_id)
