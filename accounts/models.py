@@ -25,10 +25,11 @@ class Organization(models.Model):
         max_length=10, choices=[(i, i) for i in BILLING_INTERVALS], default="monthly"
     )
     created_at = models.DateTimeField(default=timezone.now)
-    # The event kinds at least one active webhook endpoint subscribes to, kept by webhooks.services on
-    # every endpoint change: read from the row each request already loads, so an event nobody listens
-    # to costs no query.
-    webhook_events = models.JSONField(default=list, blank=True, editable=False)
+    # The organization's active webhook endpoints as delivery needs them (id, url, events, failure count,
+    # sealed secret), rewritten by webhooks.services in the transaction of every endpoint change. It is
+    # on the row each request already loads: an event nobody listens to costs nothing, and one that
+    # somebody does costs no query to find where it goes.
+    active_webhooks = models.JSONField(default=list, blank=True, editable=False)
 
     class Meta:
         ordering = ["created_at"]

@@ -3,8 +3,9 @@
 Callers emit inside the transaction of the change. Delivery runs once that transaction commits (an
 event of a rolled-back change is never sent), still within the request (spec, Events rule 1), and
 only for kinds an active endpoint of the organization subscribes to: the organization row every
-request already holds says which (`Organization.webhook_events`), so an event nobody listens to
-costs no query. All events of one `events_emit` call go out in one delivery round, concurrently.
+request already holds lists its active endpoints (`Organization.active_webhooks`), so an event
+nobody listens to costs nothing and one that somebody does costs no query to route. All events of
+one `events_emit` call go out in one delivery round, concurrently.
 """
 
 import functools
@@ -47,9 +48,10 @@ def events_emit(*, org: Organization, events: Sequence[tuple[str, dict]]) -> Non
         logger.debug("event %s for org %s: %s", kind, org.pk, data)
         for listener in tuple(_listeners):
             listener(org, kind, data)
-    subscribed = org.webhook_events
-    if not subscribed or not plan_allows(org.plan, "webhooks"):
+    endpoints = org.active_webhooks
+    if not endpoints or not plan_allows(org.plan, "webhooks"):
         return  # nobody listens (or the plan no longer delivers): no query, no work
+    subscribed = {kind for endpoint in endpoints for kind in endpoint["events"]}
     wanted = [(kind, data) for kind, data in events if kind in subscribed]
     if wanted:
         from webhooks.delivery import deliver_round  # delivery needs models; this module stays importable early

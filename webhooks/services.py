@@ -1,5 +1,6 @@
 """Creating, changing and deleting webhook endpoints: one transaction each."""
 
+import base64
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ def webhook_create(*, org: Organization, url: str, events: list[str]) -> Created
         endpoint_id = uuid.uuid4()
         endpoint = WebhookEndpoint.objects.create(id=endpoint_id, org=org, url=url, events=kinds,
                                                   encrypted_secret=_seal(endpoint_id, secret))
-        subscriptions_refresh(org.pk)
+        endpoints_snapshot_refresh(org.pk)
         audit_write(org=org, type="webhook.created",
                     metadata={"webhook_id": str(endpoint_id), "url": url, "events": kinds})
     return CreatedWebhook(endpoint=endpoint, secret=secret)
@@ -71,7 +72,7 @@ def webhook_update(*, endpoint: WebhookEndpoint, url: str | None = None, events:
             _move_status(locked, status)
         locked.updated_at = timezone.now()
         locked.save()
-        subscriptions_refresh(locked.org_id)
+        endpoints_snapshot_refresh(locked.org_id)
         changes = {name: value for name, value in (("url", url), ("events", kinds), ("status", status))
                    if value is not None}
         audit_write(org=locked.org, type="webhook.updated", metadata={"webhook_id": str(locked.pk), **changes})
@@ -84,29 +85,46 @@ def webhook_delete(*, endpoint: WebhookEndpoint) -> None:
         org_row_lock(endpoint.org_id)
         deleted, _ = WebhookEndpoint.objects.filter(pk=endpoint.pk).delete()
         if deleted:
-            subscriptions_refresh(endpoint.org_id)
+            endpoints_snapshot_refresh(endpoint.org_id)
             audit_write(org=endpoint.org, type="webhook.deleted",
                         metadata={"webhook_id": str(endpoint.pk), "url": endpoint.url})
 
 
-def subscriptions_refresh(org_id: uuid.UUID) -> list[str]:
-    """Recompute `Organization.webhook_events`, the kinds some active endpoint subscribes to.
+@dataclass(frozen=True)
+class ActiveEndpoint:
+    """An active endpoint as `Organization.active_webhooks` holds it: what a delivery round needs."""
+
+    id: uuid.UUID
+    org_id: uuid.UUID
+    url: str
+    events: tuple[str, ...]
+    consecutive_failures: int
+    encrypted_secret: bytes
+
+
+def active_endpoints(org: Organization) -> list[ActiveEndpoint]:
+    """The organization's active endpoints, from the row it was loaded with (no query)."""
+    return [ActiveEndpoint(id=uuid.UUID(entry["id"]), org_id=org.pk, url=entry["url"], events=tuple(entry["events"]),
+                           consecutive_failures=entry["failures"], encrypted_secret=base64.b64decode(entry["secret"]))
+            for entry in org.active_webhooks]
+
+
+def endpoints_snapshot_refresh(org_id: uuid.UUID) -> None:
+    """Rewrite `Organization.active_webhooks` from the endpoint rows.
 
     Call inside the transaction of the endpoint change, with the organization row locked.
     """
-    subscribed = set()
-    for events in WebhookEndpoint.objects.filter(org_id=org_id, status=WebhookEndpoint.Status.ACTIVE
-                                                 ).values_list("events", flat=True):
-        subscribed.update(events)
-    kinds = [kind for kind in EVENT_KINDS if kind in subscribed]
-    Organization.objects.filter(pk=org_id).update(webhook_events=kinds)
-    return kinds
+    snapshot = [{"id": str(endpoint.pk), "url": endpoint.url, "events": endpoint.events,
+                 "failures": endpoint.consecutive_failures,
+                 "secret": base64.b64encode(bytes(endpoint.encrypted_secret)).decode()}
+                for endpoint in WebhookEndpoint.objects.filter(org_id=org_id, status=WebhookEndpoint.Status.ACTIVE)]
+    Organization.objects.filter(pk=org_id).update(active_webhooks=snapshot)
 
 
-def webhook_secret(endpoint: WebhookEndpoint) -> str:
+def webhook_secret(endpoint: WebhookEndpoint | ActiveEndpoint) -> str:
     """The endpoint's signing secret, decrypted (for signing deliveries; never stored or logged)."""
     return unseal(bytes(endpoint.encrypted_secret), webhook_secret_key(),
-                               associated_data=_sealing_context(endpoint.pk)).decode()
+                  associated_data=_sealing_context(endpoint.id)).decode()
 
 
 def webhook_target(url: str) -> Target:

@@ -220,7 +220,7 @@ def test_five_failures_in_a_row_make_the_endpoint_failing_and_deliveries_stop(
     for n in range(5):
         assert _record(key_client, org, client_generator, n)  # each signing still succeeds
     assert (_endpoint(endpoint).status, _endpoint(endpoint).consecutive_failures) == ("failing", 5)
-    assert Organization.objects.get(pk=org.pk).webhook_events == []
+    assert Organization.objects.get(pk=org.pk).active_webhooks == []
     _record(key_client, org, client_generator, 99)
     assert len(receiver.received()) == 5  # a failing endpoint receives nothing
     entries = _deliveries(owner_client, endpoint)

@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name='organization',
-            name='webhook_events',
+            name='active_webhooks',
             field=models.JSONField(blank=True, default=list, editable=False),
         ),
     ]
