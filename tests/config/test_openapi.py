@@ -92,3 +92,7 @@ def test_the_webhook_routes_are_described(api_client):
     assert {"patch", "delete"} <= set(paths["/v1/webhooks/{id}"])
     assert "put" not in paths["/v1/webhooks/{id}"] and "get" not in paths["/v1/webhooks/{id}"]
     assert "201" in paths["/v1/webhooks"]["post"]["responses"]
+    assert set(paths["/v1/webhooks/{id}/deliveries"]) == {"get"}
+    assert set(paths["/v1/webhooks/{id}/deliveries/{delivery_id}/retry"]) == {"post"}
+    entry = paths["/v1/webhooks/{id}/deliveries/{delivery_id}/retry"]["post"]["responses"]["200"]
+    assert "application/json" in entry["content"]

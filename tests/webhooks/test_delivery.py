@@ -14,7 +14,8 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import Organization
@@ -428,3 +429,15 @@ def test_the_stored_payload_is_the_exact_body_sent(key_client, org, hook, receiv
     [request] = receiver.received()
     assert WebhookDelivery.objects.get().payload.encode() == request.body
     assert json.loads(request.body)["id"] == str(WebhookDelivery.objects.get().pk)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="asynchronous commit is PostgreSQL's")
+def test_the_log_is_committed_without_waiting_for_the_disk(key_client, org, hook, receiver, client_generator):
+    hook()
+    with CaptureQueriesContext(connection) as captured:
+        _record(key_client, org, client_generator)
+    statements = [query["sql"] for query in captured.captured_queries]
+    at = next(i for i, sql in enumerate(statements) if "INSERT INTO" in sql and "webhookdelivery" in sql)
+    assert statements[at - 1] == "SET LOCAL synchronous_commit TO OFF"
+    records = next(i for i, sql in enumerate(statements) if "INSERT INTO" in sql and "provenance_record" in sql)
+    assert "synchronous_commit" not in " ".join(statements[:records])  # the record itself commits durably
