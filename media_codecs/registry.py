@@ -21,6 +21,9 @@ BUILTIN_CODEC_MODULES: tuple[str, ...] = (
     "media_codecs.image.jpeg",
     "media_codecs.image.png",
     "media_codecs.image.webp",
+    "media_codecs.audio.wav",
+    "media_codecs.audio.flac",
+    "media_codecs.audio.mp3",
 )
 
 _codecs: dict[str, Codec] = {}

@@ -107,3 +107,80 @@ def photo_like(fmt: str, megapixels: float, mode: str = "RGB") -> bytes:
     options = {"quality": 90} if fmt in ("JPEG", "WEBP") else {}
     image.save(buffer, fmt, **options)
     return buffer.getvalue()
+
+
+# --- audio: headers whose declared duration, counts or sizes are the attack -------------------------
+
+def _riff_wave(*chunks: bytes) -> bytes:
+    body = b"WAVE" + b"".join(chunks)
+    return b"RIFF" + len(body).to_bytes(4, "little") + body
+
+
+def _wav_fmt(channels: int, rate: int, bits: int) -> bytes:
+    block = channels * bits // 8
+    payload = struct.pack("<HHIIHH", 1, channels, rate, rate * block, block, bits)
+    return b"fmt " + len(payload).to_bytes(4, "little") + payload
+
+
+def wav_longer_than(seconds: int) -> bytes:
+    """A real 8 kHz mono 8-bit WAV of `seconds` of silence (8 KB a second)."""
+    samples = b"\x80" * (8_000 * seconds)
+    return _riff_wave(_wav_fmt(1, 8_000, 8), b"data" + len(samples).to_bytes(4, "little") + samples)
+
+
+def wav_with_empty_chunks(count: int) -> bytes:
+    """A tiny WAV with `count` empty unknown chunks before its data."""
+    return _riff_wave(_wav_fmt(1, 8_000, 8), b"zzzz\x00\x00\x00\x00" * count, b"data\x02\x00\x00\x00\x80\x80")
+
+
+def flac_declaring(*, total_samples: int, sample_rate: int = 44_100, channels: int = 2, bits: int = 16) -> bytes:
+    """A FLAC header (STREAMINFO only) declaring `total_samples`, followed by one frame-sync'd byte run."""
+    packed = sample_rate << 44 | (channels - 1) << 41 | (bits - 1) << 36 | total_samples
+    streaminfo = struct.pack(">HH", 4096, 4096) + bytes(6) + packed.to_bytes(8, "big") + bytes(16)
+    return b"fLaC" + b"\x80" + len(streaminfo).to_bytes(3, "big") + streaminfo + b"\xff\xf8" + bytes(64)
+
+
+def flac_with_empty_blocks(count: int) -> bytes:
+    """A FLAC header followed by `count` empty PADDING blocks."""
+    header = flac_declaring(total_samples=44_100)
+    streaminfo = b"\x00" + header[5:42]
+    return b"fLaC" + streaminfo + b"\x01\x00\x00\x00" * (count - 1) + b"\x81\x00\x00\x00" + header[42:]
+
+
+def mp3_frames(count: int, *, bitrate_index: int = 9, layer_bits: int = 0b01) -> bytes:
+    """`count` silent MPEG-1 frames at 44.1 kHz, joint stereo (Layer III, 128 kbps by default)."""
+    header = 0xFFE00000 | 0b11 << 19 | layer_bits << 17 | 1 << 16 | bitrate_index << 12 | 0b01 << 6
+    kbps = (0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320)[bitrate_index]
+    length = 144 * kbps * 1000 // 44_100
+    return (header.to_bytes(4, "big") + bytes(length - 4)) * count
+
+
+def mp3_smallest_frames(total_bytes: int) -> bytes:
+    """MPEG-2.5 Layer III frames at 8 kbps and 8 kHz (72 bytes for 72 ms): the most audio per byte."""
+    header = 0xFFE00000 | 0b01 << 17 | 1 << 16 | 1 << 12 | 0b10 << 10 | 0b11 << 6
+    return (header.to_bytes(4, "big") + bytes(68)) * (total_bytes // 72)
+
+
+def mp3_with_xing_frames(declared: int) -> bytes:
+    """Three real frames whose Xing header declares `declared` frames (about 26 ms each)."""
+    info = bytearray(mp3_frames(1))
+    info[36:48] = b"Xing" + (1).to_bytes(4, "big") + declared.to_bytes(4, "big")
+    return bytes(info) + mp3_frames(2)
+
+
+def id3_tag_only(payload_bytes: int = 1000) -> bytes:
+    """An ID3v2.4 tag (one TXXX frame and padding) with no audio behind it."""
+    frame_data = b"\x00note\x00" + b"x" * 10
+    frame = b"TXXX" + _syncsafe(len(frame_data)) + b"\x00\x00" + frame_data
+    body = frame + bytes(payload_bytes)
+    return b"ID3\x04\x00\x00" + _syncsafe(len(body)) + body
+
+
+def id3_with_empty_frames(count: int) -> bytes:
+    """An ID3v2.3 tag of `count` empty TXXX frames in front of real frames."""
+    body = b"TXXX\x00\x00\x00\x00\x00\x00" * count
+    return b"ID3\x03\x00\x00" + _syncsafe(len(body)) + body + mp3_frames(4)
+
+
+def _syncsafe(value: int) -> bytes:
+    return bytes([value >> 21 & 0x7F, value >> 14 & 0x7F, value >> 7 & 0x7F, value & 0x7F])

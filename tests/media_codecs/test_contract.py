@@ -11,11 +11,15 @@ from conftest import MARK_ID, OTHER_TOKEN, TOKEN, corruptions, encode, photo
 
 from media_codecs import CodecError, detect, get_codec, registered_codecs
 from media_codecs.base import SCORE_MAGIC, Media
+from tests import audio
 
 SAMPLES = {
     "jpeg": lambda: encode(photo("coffee"), "JPEG", quality=90),
     "png": lambda: encode(photo("coffee"), "PNG"),
     "webp": lambda: encode(photo("coffee"), "WEBP", quality=90),
+    "wav": audio.tagged_wav,
+    "flac": audio.tagged_flac,
+    "mp3": audio.tagged_mp3,
 }
 FORMATS = [codec.format for codec in registered_codecs()]
 

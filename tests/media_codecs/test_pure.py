@@ -20,7 +20,8 @@ def _all_modules() -> list[str]:
 
 def test_every_media_codecs_module_imports_without_django() -> None:
     modules = _all_modules()
-    assert {"media_codecs.image.jpeg", "media_codecs.image.png", "media_codecs.image.webp"} <= set(modules)
+    assert {"media_codecs.image.jpeg", "media_codecs.image.png", "media_codecs.image.webp",
+            "media_codecs.audio.wav", "media_codecs.audio.flac", "media_codecs.audio.mp3"} <= set(modules)
     env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
     script = (
         "import importlib, sys\n"

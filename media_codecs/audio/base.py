@@ -1,0 +1,127 @@
+"""What WAV, FLAC and MP3 share: the stream limits, one decode per file, and the re-encoding hook.
+
+A format module knows its container: where the token travels, what the header declares
+(`stream_info`, read without decoding), how to decode the audio (`decode`) and how to put new
+samples back among the file's metadata (`reencode`). The audio watermark works on `samples`
+and hands its result to `reencode`; until it exists the family declares no watermark.
+
+Limits, checked from the header when a file is opened, before anything is decoded (spec:
+at most 20 minutes; 8 channels; 8 to 192 kHz). A rate above 192 kHz, more channels or a longer
+duration is MediaTooLarge (413); a rate below 8 kHz is UnsupportedFormat; a stream that declares
+no samples is CorruptMedia. Decoding is bounded separately by MAX_DECODED_SAMPLES.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from media_codecs.base import Codec, Media
+from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+
+MAX_SECONDS = 20 * 60
+MAX_CHANNELS = 8
+MIN_SAMPLE_RATE = 8_000
+MAX_SAMPLE_RATE = 192_000
+# Samples (frames x channels) one decode may produce: 20 minutes of 48 kHz stereo, 922 MB as float64.
+# Longer combinations the header limits allow (20 minutes of 96 kHz 5.1) can be token-signed, never decoded.
+MAX_DECODED_SAMPLES = MAX_SECONDS * 48_000 * 2
+TOKEN_DESCRIPTION = "svc_token"  # the name our token goes by in ID3 TXXX frames and Vorbis comments
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What the header declares about the audio."""
+
+    sample_rate: int
+    channels: int
+    frames: int  # samples per channel (MP3: from the Xing/VBRI header or a frame-header scan)
+    bits_per_sample: int = 0  # 0 where the format has none (MP3)
+
+    @property
+    def seconds(self) -> float:
+        return self.frames / self.sample_rate
+
+
+def check_stream(info: StreamInfo) -> None:
+    """Refuse a stream outside the limits. Raises MediaTooLarge, UnsupportedFormat, CorruptMedia."""
+    if info.sample_rate <= 0 or info.channels <= 0:
+        raise CorruptMedia("the audio header declares no sample rate or no channels")
+    if info.frames <= 0:
+        raise CorruptMedia("the audio holds no samples")
+    if info.sample_rate > MAX_SAMPLE_RATE:
+        raise MediaTooLarge(f"{info.sample_rate} Hz is over the limit of {MAX_SAMPLE_RATE} Hz")
+    if info.sample_rate < MIN_SAMPLE_RATE:
+        raise UnsupportedFormat(f"{info.sample_rate} Hz is under the minimum of {MIN_SAMPLE_RATE} Hz")
+    if info.channels > MAX_CHANNELS:
+        raise MediaTooLarge(f"{info.channels} channels is over the limit of {MAX_CHANNELS}")
+    if info.seconds > MAX_SECONDS:
+        raise MediaTooLarge(f"{info.seconds:.0f} seconds of audio is over the limit of {MAX_SECONDS} seconds")
+
+
+def check_token(token: str) -> bytes:
+    """The token as the ASCII bytes every audio container stores. Raises ValueError for a bad token."""
+    if not token or not token.isascii() or not token.isprintable():
+        raise ValueError("the token must be a non-empty string of printable ASCII characters")
+    return token.encode("ascii")
+
+
+def check_samples(samples: np.ndarray, channels: int) -> np.ndarray:
+    """`samples` as a C-contiguous float64 (frames, channels) array in [-1, 1].
+
+    Raises ValueError for another shape, no frames, or values that are not finite.
+    """
+    array = np.asarray(samples, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] != channels or array.shape[0] == 0:
+        raise ValueError(f"samples must be a (frames, {channels}) array with at least one frame")
+    if not np.isfinite(array).all():
+        raise ValueError("samples must be finite")
+    return np.ascontiguousarray(np.clip(array, -1.0, 1.0))
+
+
+class AudioCodec(Codec):
+    family = "audio"
+    token_source = "metadata"  # ID3 TXXX, Vorbis comment or RIFF chunk: all reported as "metadata"
+    can_watermark = False  # the audio watermark (audio/watermark.py) plugs in through samples/reencode
+
+    @abstractmethod
+    def stream_info(self, container: object) -> StreamInfo:
+        """Rate, channels and length as the parsed container declares them."""
+
+    @abstractmethod
+    def decode(self, media: Media) -> np.ndarray:
+        """Decode every sample: float64 (frames, channels) in [-1, 1]. Raises CorruptMedia."""
+
+    @abstractmethod
+    def reencode(self, media: Media, samples: np.ndarray) -> bytes:
+        """The same format and layout carrying `samples`, every piece of metadata (and token) kept.
+
+        Raises UnsupportedFormat for a layout the encoder cannot write, ValueError for bad samples.
+        """
+
+    def open(self, data: bytes) -> Media:
+        """Parse once and refuse, before any decoding, a stream outside the limits."""
+        media = super().open(data)
+        check_stream(self.stream_info(media.container))
+        return media
+
+    def info(self, content: bytes | Media) -> StreamInfo:
+        """What the header declares. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        return self.stream_info(self.media(content).container)
+
+    def samples(self, content: bytes | Media) -> tuple[np.ndarray, int]:
+        """The decoded samples (float64, (frames, channels), in [-1, 1]) and the sample rate, decoded once
+        per Media. Raises MediaTooLarge past MAX_DECODED_SAMPLES (from the header), CorruptMedia."""
+        media = self.media(content)
+        info = self.stream_info(media.container)
+        if info.frames * info.channels > MAX_DECODED_SAMPLES:
+            raise MediaTooLarge(f"{info.frames * info.channels:,} samples is over the decoding limit of "
+                                f"{MAX_DECODED_SAMPLES:,}")
+        return media.cached("samples", lambda: _read_only(self.decode(media))), info.sample_rate
+
+
+def _read_only(samples: np.ndarray) -> np.ndarray:
+    samples.flags.writeable = False  # shared through the Media cache: a caller must copy to change it
+    return samples

@@ -1,0 +1,278 @@
+"""FLAC: the token as an `SVC_TOKEN=<token>` field of the VORBIS_COMMENT block.
+
+Token rule: `embed_token` removes every SVC_TOKEN field (field names are case-insensitive, Vorbis
+comment spec) and appends ours to the file's one VORBIS_COMMENT block, or creates a block right
+after STREAMINFO with the vendor string OUR_VENDOR. `strip_token` removes every SVC_TOKEN field,
+and drops the block when it is left with no field and our vendor string (the block we created).
+The vendor string and every other field are kept byte for byte and in order, and so is every
+other metadata block (STREAMINFO, PADDING, APPLICATION, SEEKTABLE, CUESHEET, PICTURE); only the
+last-block flags are rewritten. The audio frames are never touched.
+
+Limits, checked while parsing: STREAMINFO first and exactly once (34 bytes, a rate, a bit depth
+of 4 to 32, block sizes of at least 16); at most MAX_BLOCKS metadata blocks and one VORBIS_COMMENT
+of at most MAX_COMMENTS fields; audio frames right after the last block. STREAMINFO's total sample
+count 0 ("unknown", from live encoders) is refused as UnsupportedFormat: without it the duration
+limit cannot be checked before decoding. A FLAC with an ID3v2 tag in front (discouraged by the
+FLAC spec) is not supported. The decoder gets a rebuilt file, STREAMINFO and the frames alone.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import soundfile
+
+from media_codecs.audio import pcm
+from media_codecs.audio.base import TOKEN_DESCRIPTION, AudioCodec, StreamInfo, check_samples, check_token
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
+from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+
+MAGIC = b"fLaC"
+STREAMINFO, PADDING, SEEKTABLE, VORBIS_COMMENT = 0, 1, 3, 4
+OUR_VENDOR = b"provenance-service"
+TOKEN_FIELD = TOKEN_DESCRIPTION.upper().encode("ascii")  # SVC_TOKEN
+MAX_BLOCKS = 1_024
+MAX_COMMENTS = 10_000
+_MAX_BLOCK_LENGTH = (1 << 24) - 1
+_ENCODER_SUBTYPES = {8: "PCM_S8", 16: "PCM_16", 24: "PCM_24"}  # what libsndfile writes
+
+
+@dataclass(frozen=True)
+class Block:
+    type: int
+    payload: bytes | memoryview
+
+
+@dataclass(frozen=True)
+class FlacFile:
+    blocks: tuple[Block, ...]
+    frames: bytes | memoryview  # the audio frames, and anything after them, as read
+    info: StreamInfo
+
+
+@dataclass(frozen=True)
+class VorbisComment:
+    vendor: bytes
+    fields: tuple[bytes, ...]  # "NAME=value" entries as read
+
+    def is_ours(self, field: bytes) -> bool:
+        return field.split(b"=", 1)[0].upper() == TOKEN_FIELD
+
+
+def parse_flac(data: bytes) -> FlacFile:
+    """Split a FLAC into its metadata blocks and its frames, and read STREAMINFO.
+
+    Raises UnsupportedFormat (not FLAC, unknown length), CorruptMedia, MediaTooLarge past MAX_BLOCKS.
+    """
+    if not data.startswith(MAGIC):
+        raise UnsupportedFormat("not a FLAC file")
+    view = memoryview(data)
+    blocks: list[Block] = []
+    position, is_last = len(MAGIC), False
+    while not is_last:
+        if len(blocks) >= MAX_BLOCKS:
+            raise MediaTooLarge(f"the FLAC has more than {MAX_BLOCKS} metadata blocks")
+        if position + 4 > len(data):
+            raise CorruptMedia("the FLAC metadata is truncated")
+        header = data[position]
+        end = position + 4 + int.from_bytes(data[position + 1 : position + 4], "big")
+        if end > len(data):
+            raise CorruptMedia("a FLAC metadata block runs past the end of the file")
+        blocks.append(Block(header & 0x7F, view[position + 4 : end]))
+        position, is_last = end, bool(header & 0x80)
+    _check_blocks(blocks)
+    if data[position : position + 2] not in (b"\xff\xf8", b"\xff\xf9"):  # FLAC frame sync, fixed or variable
+        raise CorruptMedia("the FLAC metadata is not followed by audio frames")
+    return FlacFile(tuple(blocks), view[position:], _stream_info(bytes(blocks[0].payload)))
+
+
+def _check_blocks(blocks: list[Block]) -> None:
+    types = [block.type for block in blocks]
+    if types[0] != STREAMINFO or len(blocks[0].payload) != 34 or types.count(STREAMINFO) != 1:
+        raise CorruptMedia("a FLAC must start with one 34-byte STREAMINFO block")
+    if types.count(VORBIS_COMMENT) > 1:
+        raise CorruptMedia("the FLAC has more than one VORBIS_COMMENT block")
+    if 127 in types:
+        raise CorruptMedia("the FLAC has a metadata block of the invalid type 127")
+
+
+def _stream_info(payload: bytes) -> StreamInfo:
+    """STREAMINFO (FLAC format, section 8.2). Raises CorruptMedia, UnsupportedFormat."""
+    min_block, max_block = int.from_bytes(payload[0:2], "big"), int.from_bytes(payload[2:4], "big")
+    packed = int.from_bytes(payload[10:18], "big")  # rate 20 bits, channels-1 3, bits-1 5, samples 36
+    rate, channels, bits = packed >> 44, (packed >> 41 & 0x7) + 1, (packed >> 36 & 0x1F) + 1
+    total = packed & (1 << 36) - 1
+    if min_block < 16 or max_block < min_block or rate == 0 or bits < 4:
+        raise CorruptMedia("the FLAC STREAMINFO block is malformed")
+    if total == 0:
+        raise UnsupportedFormat("the FLAC does not declare its length (total samples 0); re-encode it with flac")
+    return StreamInfo(rate, channels, total, bits)
+
+
+def make_block_bytes(blocks: list[Block] | tuple[Block, ...]) -> bytes:
+    """The metadata blocks with their headers, the last-block flag on the last one only.
+
+    Raises MediaTooLarge for a block over the format's 16 MB.
+    """
+    parts = []
+    for index, block in enumerate(blocks):
+        if len(block.payload) > _MAX_BLOCK_LENGTH:
+            raise MediaTooLarge("a FLAC metadata block would pass 16 MB")
+        flag = 0x80 if index == len(blocks) - 1 else 0
+        parts += [bytes([flag | block.type]), len(block.payload).to_bytes(3, "big"), block.payload]
+    return b"".join(parts)
+
+
+def assemble(blocks: list[Block] | tuple[Block, ...], frames: bytes | memoryview) -> bytes:
+    return b"".join([MAGIC, make_block_bytes(blocks), frames])
+
+
+def parse_comment(payload: bytes | memoryview) -> VorbisComment:
+    """The vendor string and fields of a VORBIS_COMMENT block (little-endian lengths, no framing bit).
+
+    Raises CorruptMedia for lengths past the block, MediaTooLarge past MAX_COMMENTS.
+    """
+    data = bytes(payload)
+    vendor, position = _counted(data, 0)
+    if position + 4 > len(data):
+        raise CorruptMedia("the FLAC VORBIS_COMMENT block is truncated")
+    count = int.from_bytes(data[position : position + 4], "little")
+    if count > MAX_COMMENTS:
+        raise MediaTooLarge(f"the FLAC has more than {MAX_COMMENTS} comment fields")
+    position += 4
+    fields = []
+    for _ in range(count):
+        field, position = _counted(data, position)
+        fields.append(field)
+    return VorbisComment(vendor, tuple(fields))
+
+
+def _counted(data: bytes, position: int) -> tuple[bytes, int]:
+    if position + 4 > len(data):
+        raise CorruptMedia("the FLAC VORBIS_COMMENT block is truncated")
+    end = position + 4 + int.from_bytes(data[position : position + 4], "little")
+    if end > len(data):
+        raise CorruptMedia("a FLAC comment runs past the end of its block")
+    return data[position + 4 : end], end
+
+
+def comment_payload(comment: VorbisComment) -> bytes:
+    parts = [len(comment.vendor).to_bytes(4, "little"), comment.vendor, len(comment.fields).to_bytes(4, "little")]
+    for field in comment.fields:
+        parts += [len(field).to_bytes(4, "little"), field]
+    return b"".join(parts)
+
+
+def _comment_index(blocks: tuple[Block, ...]) -> int | None:
+    return next((i for i, block in enumerate(blocks) if block.type == VORBIS_COMMENT), None)
+
+
+def _without_token(blocks: tuple[Block, ...]) -> tuple[list[Block], int]:
+    """The blocks with our fields removed, and where the comment block is (or goes: after STREAMINFO)."""
+    index = _comment_index(blocks)
+    if index is None:
+        return list(blocks), 1
+    comment = parse_comment(blocks[index].payload)
+    kept = VorbisComment(comment.vendor, tuple(field for field in comment.fields if not comment.is_ours(field)))
+    result = list(blocks)
+    if kept.fields or kept.vendor != OUR_VENDOR:
+        result[index] = Block(VORBIS_COMMENT, comment_payload(kept) if kept != comment else blocks[index].payload)
+    else:
+        del result[index]
+    return result, index
+
+
+class FlacCodec(AudioCodec):
+    format = "flac"
+    mime_type = "audio/flac"
+
+    def score(self, head: bytes) -> int:
+        return SCORE_MAGIC if head.startswith(MAGIC) else SCORE_NONE
+
+    def parse(self, data: bytes) -> FlacFile:
+        return parse_flac(data)
+
+    def stream_info(self, container: FlacFile) -> StreamInfo:
+        return container.info
+
+    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+        """Put `SVC_TOKEN=<token>` last in the VORBIS_COMMENT block (created when missing), replacing ours.
+
+        Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.
+        """
+        field = TOKEN_FIELD + b"=" + check_token(token)
+        flac = self.media(content).container
+        blocks, index = _without_token(flac.blocks)
+        if index < len(blocks) and blocks[index].type == VORBIS_COMMENT:
+            comment = parse_comment(blocks[index].payload)
+            blocks[index] = Block(VORBIS_COMMENT, comment_payload(
+                VorbisComment(comment.vendor, (*comment.fields, field))))
+        else:
+            blocks.insert(index, Block(VORBIS_COMMENT, comment_payload(VorbisComment(OUR_VENDOR, (field,)))))
+        return assemble(blocks, flac.frames)
+
+    def extract_token(self, content: bytes | Media) -> str | None:
+        """The first SVC_TOKEN field's value. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        flac = self.media(content).container
+        index = _comment_index(flac.blocks)
+        if index is None:
+            return None
+        comment = parse_comment(flac.blocks[index].payload)
+        field = next((field for field in comment.fields if comment.is_ours(field)), None)
+        return None if field is None else field.split(b"=", 1)[1].decode("utf-8", "replace") or None
+
+    def strip_token(self, content: bytes | Media) -> bytes:
+        """The file without our fields (and without the comment block we created)."""
+        media = self.media(content)
+        blocks, _ = _without_token(media.container.blocks)
+        return assemble(blocks, media.container.frames)
+
+    def decode(self, media: Media) -> np.ndarray:
+        """Decode with libsndfile (libFLAC), given STREAMINFO and the frames only. Raises CorruptMedia."""
+        flac = media.container
+        decoder_input = assemble([flac.blocks[0]], flac.frames)
+        try:
+            samples, _ = soundfile.read(io.BytesIO(decoder_input), frames=flac.info.frames, dtype="float64",
+                                        always_2d=True)
+        except (soundfile.SoundFileError, RuntimeError) as error:
+            raise CorruptMedia(f"the FLAC audio does not decode: {error}") from None
+        if samples.shape != (flac.info.frames, flac.info.channels):
+            raise CorruptMedia("the FLAC audio is shorter than its STREAMINFO declares")
+        return samples
+
+    def reencode(self, media: Media, samples: np.ndarray) -> bytes:
+        """Lossless at the same rate, channels and bit depth, with the original metadata blocks.
+
+        STREAMINFO (and SEEKTABLE, whose offsets no longer hold) come from the new encoding.
+        Raises UnsupportedFormat for a bit depth libsndfile cannot write (only 8, 16, 24).
+        """
+        flac = media.container
+        samples = check_samples(samples, flac.info.channels)
+        encoded = parse_flac(_encode(samples, flac.info))
+        new_seektable = [block for block in encoded.blocks if block.type == SEEKTABLE]
+        blocks: list[Block] = []
+        for block in flac.blocks:
+            if block.type == STREAMINFO:
+                blocks += [encoded.blocks[0], *new_seektable]
+            elif block.type != SEEKTABLE:
+                blocks.append(block)
+        return assemble(blocks, encoded.frames)
+
+
+def _encode(samples: np.ndarray, info: StreamInfo) -> bytes:
+    subtype = _ENCODER_SUBTYPES.get(info.bits_per_sample)
+    if subtype is None:
+        raise UnsupportedFormat(f"{info.bits_per_sample}-bit FLAC cannot be re-encoded; only 8, 16 or 24 bits")
+    # Integers, left-aligned in int32 as libsndfile expects: no float scaling convention in between.
+    values = (pcm.to_int(samples, info.bits_per_sample) << (32 - info.bits_per_sample)).astype(np.int32)
+    buffer = io.BytesIO()
+    try:
+        soundfile.write(buffer, values, info.sample_rate, format="FLAC", subtype=subtype)
+    except (soundfile.SoundFileError, RuntimeError) as error:
+        raise UnsupportedFormat(f"the FLAC encoder refused the audio: {error}") from None
+    return buffer.getvalue()
+
+
+CODEC = FlacCodec()

@@ -1,0 +1,247 @@
+"""WAV: the token in a RIFF chunk of our own, `svct`, holding the token's ASCII bytes.
+
+Token rule: `embed_token` removes every `svct` chunk and inserts one, right before the `data`
+chunk (readers that stop at `data` still pass it); `strip_token` removes every `svct` chunk.
+Every other chunk (fmt, fact, LIST/INFO, bext, id3, cue, smpl, unknown ones) is kept byte for
+byte and in order; the file is rebuilt with the RIFF size recomputed and a pad byte after every
+odd-sized chunk (one a writer left off at the end of the file is added). Bytes after the RIFF
+payload are kept as they are.
+
+Supported: integer PCM of 8 (unsigned), 16, 24 and 32 bits and IEEE float of 32 and 64 bits,
+plain or WAVE_FORMAT_EXTENSIBLE, 1 to 8 channels. Other encodings (ADPCM, A-law, MPEG...) and
+RF64/BW64 files are UnsupportedFormat. A file needs exactly one `fmt ` and one `data` chunk, and
+every chunk (`data` included) must end within the RIFF payload, which must end within the file:
+a truncated or still-streaming file (a `data` size running past the end, or 0 / 0xFFFFFFFF) is
+CorruptMedia. A partial frame at the end of `data` is not decoded and is dropped by `reencode`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from media_codecs.audio import pcm
+from media_codecs.audio.base import AudioCodec, StreamInfo, check_samples, check_token
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
+from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+
+TOKEN_CHUNK = b"svct"
+_LARGE_RIFF = (b"RF64", b"BW64")  # 64-bit sizes in a ds64 chunk: recognised, refused
+MAX_CHUNKS = 1_024  # a WAV has a handful; a broadcast file with markers a few dozen
+_PCM, _FLOAT, _EXTENSIBLE = 0x0001, 0x0003, 0xFFFE
+# KSDATAFORMAT_SUBTYPE_*: the format tag in the first two bytes, then this fixed tail.
+_SUBFORMAT_TAIL = bytes.fromhex("000000001000800000aa00389b71")
+_PCM_BITS, _FLOAT_BITS = (8, 16, 24, 32), (32, 64)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: bytes
+    raw: bytes | memoryview  # id, size, payload and pad byte as read
+
+    @property
+    def size(self) -> int:
+        return int.from_bytes(self.raw[4:8], "little")
+
+    @property
+    def payload(self) -> bytes | memoryview:
+        return self.raw[8 : 8 + self.size]
+
+    @property
+    def padded(self) -> bytes | memoryview:
+        """The chunk with its pad byte, added when the file's last chunk lacked it."""
+        return bytes(self.raw) + b"\x00" if len(self.raw) == 8 + self.size and self.size % 2 else self.raw
+
+
+@dataclass(frozen=True)
+class SampleFormat:
+    channels: int
+    sample_rate: int
+    bits: int  # the container size of one sample
+    is_float: bool
+
+    @property
+    def block_align(self) -> int:
+        return self.channels * self.bits // 8
+
+
+@dataclass(frozen=True)
+class WavFile:
+    chunks: tuple[Chunk, ...]
+    trailer: bytes | memoryview  # bytes after the RIFF payload
+    format: SampleFormat
+    frames: int
+
+
+def make_chunk(chunk_id: bytes, payload: bytes) -> Chunk:
+    """Build a chunk; an odd-sized payload gets the zero pad byte RIFF requires."""
+    padding = b"\x00" if len(payload) % 2 else b""
+    return Chunk(chunk_id, chunk_id + len(payload).to_bytes(4, "little") + payload + padding)
+
+
+def assemble(chunks: list[Chunk] | tuple[Chunk, ...], trailer: bytes | memoryview = b"") -> bytes:
+    """Join chunks into a RIFF/WAVE file with the right size field."""
+    body = b"".join([b"WAVE", *(chunk.padded for chunk in chunks)])
+    return b"RIFF" + len(body).to_bytes(4, "little") + body + trailer
+
+
+def parse_wav(data: bytes) -> WavFile:
+    """Split a WAV into its chunks and read its sample format.
+
+    Raises UnsupportedFormat (not a WAV, RF64, an encoding we do not decode), CorruptMedia
+    (truncated, lying sizes, no or repeated fmt/data), MediaTooLarge past MAX_CHUNKS.
+    """
+    if len(data) >= 12 and data[:4] in _LARGE_RIFF and data[8:12] == b"WAVE":
+        raise UnsupportedFormat("RF64/BW64 WAV files (over 4 GB) are not supported")
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise UnsupportedFormat("not a WAV file")
+    end = 8 + int.from_bytes(data[4:8], "little")
+    if end > len(data) or end < 12:
+        raise CorruptMedia("the RIFF size runs past the end of the file (truncated or still being written?)")
+    view = memoryview(data)
+    chunks = _read_chunks(view, 12, end)
+    fmt, sound = _only(chunks, b"fmt "), _only(chunks, b"data")
+    sample_format = _sample_format(bytes(fmt.payload))
+    return WavFile(tuple(chunks), view[end:], sample_format, sound.size // sample_format.block_align)
+
+
+def _read_chunks(view: memoryview, position: int, end: int) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    while position < end:
+        if len(chunks) >= MAX_CHUNKS:
+            raise MediaTooLarge(f"the WAV has more than {MAX_CHUNKS} chunks")
+        if position + 8 > end:
+            raise CorruptMedia("a WAV chunk header is truncated")
+        size = int.from_bytes(view[position + 4 : position + 8], "little")
+        payload_end = position + 8 + size
+        if payload_end > end:
+            raise CorruptMedia(f"the WAV chunk {bytes(view[position:position + 4])!r} runs past the end of the file")
+        chunk_end = min(payload_end + size % 2, end)  # some writers leave off the last pad byte
+        chunks.append(Chunk(bytes(view[position : position + 4]), view[position:chunk_end]))
+        position = chunk_end
+    return chunks
+
+
+def _only(chunks: list[Chunk], chunk_id: bytes) -> Chunk:
+    found = [chunk for chunk in chunks if chunk.id == chunk_id]
+    if len(found) != 1:
+        raise CorruptMedia(f"a WAV needs exactly one {chunk_id.decode().strip()!r} chunk, this one has {len(found)}")
+    return found[0]
+
+
+def _sample_format(fmt: bytes) -> SampleFormat:
+    """Read WAVEFORMATEX (and its EXTENSIBLE form). Raises CorruptMedia, UnsupportedFormat."""
+    if len(fmt) < 16:
+        raise CorruptMedia("the WAV fmt chunk is truncated")
+    tag, channels = int.from_bytes(fmt[0:2], "little"), int.from_bytes(fmt[2:4], "little")
+    rate, block_align = int.from_bytes(fmt[4:8], "little"), int.from_bytes(fmt[12:14], "little")
+    bits = int.from_bytes(fmt[14:16], "little")
+    if tag == _EXTENSIBLE:
+        if len(fmt) < 40 or fmt[26:40] != _SUBFORMAT_TAIL:
+            raise UnsupportedFormat("this WAVE_FORMAT_EXTENSIBLE sub-format is not supported")
+        tag = int.from_bytes(fmt[24:26], "little")
+    supported = _PCM_BITS if tag == _PCM else _FLOAT_BITS if tag == _FLOAT else ()
+    if bits not in supported:
+        raise UnsupportedFormat(f"WAV encoding {tag:#06x} with {bits}-bit samples is not supported; "
+                                "only PCM of 8, 16, 24 or 32 bits and float of 32 or 64 bits")
+    sample_format = SampleFormat(channels, rate, bits, tag == _FLOAT)
+    if channels == 0 or block_align != sample_format.block_align:
+        raise CorruptMedia("the WAV fmt chunk's channels and block size disagree")
+    return sample_format
+
+
+def decode_pcm(payload: bytes | memoryview, sample_format: SampleFormat, frames: int) -> np.ndarray:
+    """The first `frames` frames of a data chunk as float64 (frames, channels) in [-1, 1]."""
+    raw = np.frombuffer(payload, dtype=np.uint8, count=frames * sample_format.block_align)
+    bits = sample_format.bits
+    if sample_format.is_float:
+        values = raw.view("<f4" if bits == 32 else "<f8").astype(np.float64)
+        values = np.clip(np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=-1.0), -1.0, 1.0)
+    elif bits == 8:
+        values = (raw.astype(np.float64) - 128.0) / 128.0  # 8-bit WAV is unsigned, centred on 128
+    elif bits == 24:
+        triples = raw.reshape(-1, 3).astype(np.int32)
+        values = pcm.to_float((triples[:, 0] | triples[:, 1] << 8 | triples[:, 2] << 16) << 8 >> 8, 24)
+    else:
+        values = pcm.to_float(raw.view("<i2" if bits == 16 else "<i4"), bits)
+    return values.reshape(frames, sample_format.channels)
+
+
+def encode_pcm(samples: np.ndarray, sample_format: SampleFormat) -> bytes:
+    """Samples as the payload of a data chunk in `sample_format` (the inverse of decode_pcm)."""
+    bits = sample_format.bits
+    if sample_format.is_float:
+        return samples.astype("<f4" if bits == 32 else "<f8").tobytes()
+    values = pcm.to_int(samples, bits).ravel()
+    if bits == 8:
+        return (values + 128).astype(np.uint8).tobytes()
+    if bits == 24:
+        return values.astype("<i4").view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
+    return values.astype("<i2" if bits == 16 else "<i4").tobytes()
+
+
+class WavCodec(AudioCodec):
+    format = "wav"
+    mime_type = "audio/wav"
+
+    def score(self, head: bytes) -> int:
+        """SCORE_MAGIC for RIFF/WAVE (and RF64/BW64, which `parse` refuses by name)."""
+        if head[:4] in (b"RIFF", *_LARGE_RIFF) and head[8:12] == b"WAVE":
+            return SCORE_MAGIC
+        return SCORE_NONE
+
+    def parse(self, data: bytes) -> WavFile:
+        return parse_wav(data)
+
+    def stream_info(self, container: WavFile) -> StreamInfo:
+        fmt = container.format
+        return StreamInfo(fmt.sample_rate, fmt.channels, container.frames, fmt.bits)
+
+    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+        """Put `token` in an `svct` chunk before `data`, replacing ours. Raises CodecError, ValueError."""
+        payload = check_token(token)
+        wav = self.media(content).container
+        chunks = [chunk for chunk in wav.chunks if chunk.id != TOKEN_CHUNK]
+        data_index = next(i for i, chunk in enumerate(chunks) if chunk.id == b"data")
+        chunks.insert(data_index, make_chunk(TOKEN_CHUNK, payload))
+        return assemble(chunks, wav.trailer)
+
+    def extract_token(self, content: bytes | Media) -> str | None:
+        """The first `svct` chunk's text. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        wav = self.media(content).container
+        chunk = next((chunk for chunk in wav.chunks if chunk.id == TOKEN_CHUNK), None)
+        if chunk is None:
+            return None
+        try:
+            return bytes(chunk.payload).decode("ascii") or None
+        except UnicodeDecodeError:
+            raise CorruptMedia("the WAV token chunk is not ASCII") from None
+
+    def strip_token(self, content: bytes | Media) -> bytes:
+        """The file without any `svct` chunk, rebuilt with valid sizes and pad bytes."""
+        wav = self.media(content).container
+        return assemble([chunk for chunk in wav.chunks if chunk.id != TOKEN_CHUNK], wav.trailer)
+
+    def decode(self, media: Media) -> np.ndarray:
+        wav = media.container
+        sound = next(chunk for chunk in wav.chunks if chunk.id == b"data")
+        return decode_pcm(sound.payload, wav.format, wav.frames)
+
+    def reencode(self, media: Media, samples: np.ndarray) -> bytes:
+        """The same sample format and chunks with a new `data` payload (and `fact` sample count)."""
+        wav = media.container
+        samples = check_samples(samples, wav.format.channels)
+        chunks = [_with_samples(chunk, samples, wav.format) for chunk in wav.chunks]
+        return assemble(chunks, wav.trailer)
+
+
+def _with_samples(chunk: Chunk, samples: np.ndarray, sample_format: SampleFormat) -> Chunk:
+    if chunk.id == b"data":
+        return make_chunk(b"data", encode_pcm(samples, sample_format))
+    if chunk.id == b"fact" and chunk.size >= 4:  # dwSampleLength: frames per channel
+        return make_chunk(b"fact", len(samples).to_bytes(4, "little") + bytes(chunk.payload[4:]))
+    return chunk
+
+
+CODEC = WavCodec()
