@@ -35,7 +35,9 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-MARK_BITS = 64
+from media_codecs import ecc
+from media_codecs.ecc import MARK_BITS
+
 TILE = 128
 MIN_SIDE = 128
 MIN_READ_SIDE = 64
@@ -59,12 +61,7 @@ _GRID = 4  # the masking gain is measured on 4x4 blocks
 _BLUR_MARGIN = 8  # rows OpenCV's Gaussian of sigma 2 reaches (kernel size 17)
 _SCALE_RANGE = (0.45, 1.6)  # scalings the lattice search considers (square lattice: no shear)
 
-_CRC_BITS = 24
-_CRC_POLY, _CRC_INIT = 0x864CFB, 0xB704CE  # CRC-24/OpenPGP
-_GENERATORS = (0o133, 0o171, 0o165)
-_MEMORY = 6
-_INFO_BITS = MARK_BITS + _CRC_BITS
-_CODED_BITS = (_INFO_BITS + _MEMORY) * len(_GENERATORS)
+_CODED_BITS = ecc.CODED_BITS
 
 _MIN_PILOT_SCORE = 5.0  # pilot peak in standard deviations of the correlation; noise stays near 3.5-4.8
 # Normalised correlation of the soft values with the decoded codeword. Viterbi on pure noise
@@ -74,77 +71,6 @@ _MIN_CODEWORD_AGREEMENT = 0.65
 
 class WatermarkError(Exception):
     """The image cannot carry the mark (e.g. smaller than ``MIN_SIDE`` on one side)."""
-
-
-# ---------------------------------------------------------------- payload coding
-
-
-def _crc24(data: bytes) -> int:
-    crc = _CRC_INIT
-    for byte in data:
-        crc ^= byte << 16
-        for _ in range(8):
-            crc <<= 1
-            if crc & 0x1000000:
-                crc ^= _CRC_POLY
-    return crc & 0xFFFFFF
-
-
-def _int_to_bits(value: int, width: int) -> np.ndarray:
-    return np.array([(value >> (width - 1 - i)) & 1 for i in range(width)], dtype=np.uint8)
-
-
-def _bits_to_int(bits: np.ndarray) -> int:
-    return int("".join(str(int(b)) for b in bits), 2)
-
-
-def _payload_bits(mark_id: int) -> np.ndarray:
-    crc = _crc24(mark_id.to_bytes(8, "big"))
-    return np.concatenate([_int_to_bits(mark_id, MARK_BITS), _int_to_bits(crc, _CRC_BITS)])
-
-
-def _payload_id(bits: np.ndarray) -> int | None:
-    mark_id = _bits_to_int(bits[:MARK_BITS])
-    crc = _bits_to_int(bits[MARK_BITS:])
-    return mark_id if _crc24(mark_id.to_bytes(8, "big")) == crc else None
-
-
-@lru_cache(maxsize=1)
-def _trellis() -> np.ndarray:
-    """Output symbols (+-1) for reaching state ``s`` from predecessor high bit ``h``: [h, s, j]."""
-    registers = (np.arange(2)[:, None] << _MEMORY) | np.arange(1 << _MEMORY)[None, :]
-    parity = [np.array([bin(int(r) & g).count("1") & 1 for r in registers.ravel()]) for g in _GENERATORS]
-    return (2.0 * np.stack(parity, axis=-1) - 1.0).reshape(2, 1 << _MEMORY, len(_GENERATORS))
-
-
-def _conv_encode(bits: np.ndarray) -> np.ndarray:
-    state, out = 0, []
-    for bit in np.concatenate([bits, np.zeros(_MEMORY, dtype=np.uint8)]):
-        register = (state << 1) | int(bit)
-        out.extend(bin(register & g).count("1") & 1 for g in _GENERATORS)
-        state = register & ((1 << _MEMORY) - 1)
-    return np.array(out, dtype=np.uint8)
-
-
-def _viterbi(soft: np.ndarray) -> np.ndarray:
-    """Most likely info bits for soft values (positive means coded bit 1)."""
-    symbols = _trellis()
-    n_states = 1 << _MEMORY
-    states = np.arange(n_states)
-    predecessors = np.stack([states >> 1, (states >> 1) | (n_states >> 1)])
-    metric = np.full(n_states, -np.inf)
-    metric[0] = 0.0
-    steps = soft.reshape(-1, len(_GENERATORS))
-    choices = np.empty((len(steps), n_states), dtype=np.uint8)
-    for t, z in enumerate(steps):
-        candidates = metric[predecessors] + symbols @ z
-        choices[t] = np.argmax(candidates, axis=0)
-        metric = candidates[choices[t], states]
-    state, bits = 0, []
-    for t in range(len(steps) - 1, -1, -1):
-        bits.append(state & 1)
-        state = (state >> 1) | (int(choices[t, state]) << (_MEMORY - 1))
-    return np.array(bits[::-1][:_INFO_BITS], dtype=np.uint8)
 
 
 # ---------------------------------------------------------------- carrier layout
@@ -225,7 +151,7 @@ def embed_bands(luma_rows: Callable[[int, int], np.ndarray], shape: tuple[int, .
         raise WatermarkError(f"need a 2-D luminance plane of at least {MIN_SIDE}x{MIN_SIDE}, got {shape}")
     if not 0 <= mark_id < 1 << MARK_BITS:
         raise WatermarkError("mark_id must be an unsigned 64-bit integer")
-    tile = _tile_pattern(_conv_encode(_payload_bits(mark_id)))
+    tile = _tile_pattern(ecc.conv_encode(ecc.payload_bits(mark_id)))
     gain_grid = _masking_gain_grid(luma_rows, height, width)
     tile_rows = np.tile(tile, (_EMBED_BAND // TILE, -(-width // TILE)))[:, :width]
     for top in range(0, height, _EMBED_BAND):
@@ -342,13 +268,7 @@ def _soft_bits(spectrum: np.ndarray, shift: tuple[float, float]) -> np.ndarray:
 
 
 def _decode(soft: np.ndarray) -> int | None:
-    bits = _viterbi(soft)
-    mark_id = _payload_id(bits)
-    if mark_id is None:
-        return None
-    symbols = 2.0 * _conv_encode(bits) - 1.0
-    agreement = float(symbols @ soft) / (np.linalg.norm(soft) * np.sqrt(len(soft)) + 1e-12)
-    return mark_id if agreement >= _MIN_CODEWORD_AGREEMENT else None
+    return ecc.decode(soft, _MIN_CODEWORD_AGREEMENT)[0]
 
 
 def _read_aligned(y: np.ndarray) -> tuple[int | None, float]:
