@@ -119,6 +119,14 @@ class Codec(ABC):
     def strip_token(self, content: bytes | Media) -> bytes:
         """Return the bytes `content_hash` covers: the content with our token container removed."""
 
+    def watermark_possible(self, content: bytes | Media) -> bool:
+        """Whether this content can carry the watermark: its format can, and it is long or large enough.
+
+        Read from the parsed container, never by decoding. Content that cannot is signed with its
+        token alone (audio shorter than the watermark's minimum, for one).
+        """
+        return self.can_watermark
+
     def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
         """Return the content re-encoded in the same format with `mark_id` in it (when `can_watermark`)."""
         raise UnsupportedFormat(f"{self.format} content carries no watermark")

@@ -50,7 +50,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     token = record_token(record_id)
     watermark_id = NO_WATERMARK
     with _codec_errors(codec):
-        if codec.can_watermark:
+        if codec.watermark_possible(media):
             mark_id = secrets.randbits(64)
             watermark_id = f"{mark_id:016x}"
             media = codec.open(codec.embed_watermark(media, mark_id))  # the input's pixels go here

@@ -2,8 +2,9 @@
 
 A format module knows its container: where the token travels, what the header declares
 (`stream_info`, read without decoding), how to decode the audio (`decode`) and how to put new
-samples back among the file's metadata (`reencode`). The audio watermark works on `samples`
-and hands its result to `reencode`; until it exists the family declares no watermark.
+samples back among the file's metadata (`reencode`). The watermark (`watermark.py`) works on
+`samples` (decoded once per file) and hands its result to `reencode`; audio shorter than its
+minimum (`watermark.MIN_EMBED_SECONDS`) is signed with the token alone.
 
 Limits, checked from the header when a file is opened, before anything is decoded (spec:
 at most 20 minutes; 8 channels; 8 to 192 kHz). A rate above 192 kHz, more channels or a longer
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from media_codecs.audio import watermark
 from media_codecs.base import Codec, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
@@ -84,7 +86,7 @@ def check_samples(samples: np.ndarray, channels: int) -> np.ndarray:
 class AudioCodec(Codec):
     family = "audio"
     token_source = "metadata"  # ID3 TXXX, Vorbis comment or RIFF chunk: all reported as "metadata"
-    can_watermark = False  # the audio watermark (audio/watermark.py) plugs in through samples/reencode
+    can_watermark = True
 
     @abstractmethod
     def stream_info(self, container: object) -> StreamInfo:
@@ -106,6 +108,29 @@ class AudioCodec(Codec):
         media = super().open(data)
         check_stream(self.stream_info(media.container))
         return media
+
+    def watermark_possible(self, content: bytes | Media) -> bool:
+        return self.can_watermark and self.info(content).seconds >= watermark.MIN_EMBED_SECONDS
+
+    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
+        """Decode once, mark the samples, re-encode among the file's metadata.
+
+        Raises UnsupportedFormat for audio too short to carry the mark (see `watermark_possible`)
+        or a layout the encoder cannot write, CorruptMedia, MediaTooLarge.
+        """
+        media = self.media(content)
+        samples, rate = self.samples(media)
+        try:
+            marked = watermark.embed(samples, rate, mark_id)
+        except watermark.WatermarkError as error:
+            raise UnsupportedFormat(f"this audio cannot carry the watermark: {error}") from None
+        media.forget("samples")  # the marked copy is all that is needed from here
+        return self.reencode(media, marked)
+
+    def extract_watermark(self, content: bytes | Media) -> int | None:
+        """The mark id read from the decoded samples (decoded once per file), or None."""
+        samples, rate = self.samples(content)
+        return watermark.extract(samples, rate)
 
     def info(self, content: bytes | Media) -> StreamInfo:
         """What the header declares. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""

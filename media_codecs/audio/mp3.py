@@ -37,6 +37,9 @@ from media_codecs.audio.base import (
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
+# Marking re-encodes: at or above this bitrate a channel the second encoding is near transparent, below it
+# the generation loss dominates (docs/decisions.md, "Audio watermark"); such MP3s carry the token alone.
+MIN_MARKED_BITRATE_PER_CHANNEL = 64_000
 _MAX_LEADING_TAGS = 8  # further ID3v2 tags some taggers stack behind the first: kept, not read
 _LAME_CRC_OFFSET = 34  # the LAME tag's "CRC-16 of Info Tag", over every frame byte before it
 
@@ -131,6 +134,15 @@ class Mp3Codec(AudioCodec):
         if not frames:
             return bytes(mp3.audio)
         return id3.tag_bytes(id3.with_frames(mp3.tag, frames)) + mp3.audio
+
+    def watermark_possible(self, content: bytes | Media) -> bool:
+        """Long enough, and at least 64 kbps a channel: marking re-encodes the MP3 at its own bitrate and
+        mode, and a second encoding below that rate costs audibly more than the mark (docs/decisions.md)."""
+        if not super().watermark_possible(content):
+            return False
+        mp3 = self.media(content).container
+        bitrate = _average_bitrate(mp3) if mp3.stream.is_vbr else mp3.stream.first.bitrate
+        return bitrate / mp3.stream.first.channels >= MIN_MARKED_BITRATE_PER_CHANNEL
 
     def decode(self, media: Media) -> np.ndarray:
         """Decode the frames alone with libsndfile (mpg123). Raises CorruptMedia, MediaTooLarge."""

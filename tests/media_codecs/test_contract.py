@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import MARK_ID, OTHER_TOKEN, TOKEN, corruptions, encode, photo
 
-from media_codecs import CodecError, detect, get_codec, registered_codecs
+from media_codecs import CodecError, UnsupportedFormat, detect, get_codec, registered_codecs
 from media_codecs.base import SCORE_MAGIC, Media
 from tests import audio
 
@@ -59,8 +59,11 @@ def test_the_token_round_trips_and_replaces(case) -> None:
 
 def test_capabilities_do_what_they_declare(case, stand_in_watermark) -> None:
     codec, sample = case
-    if codec.can_watermark:
+    if codec.watermark_possible(sample):
         assert codec.extract_watermark(codec.embed_watermark(sample, MARK_ID)) == MARK_ID
+    elif codec.can_watermark:  # this content cannot (audio under the watermark's minimum): said, not faked
+        with pytest.raises(UnsupportedFormat):
+            codec.embed_watermark(sample, MARK_ID)
     if codec.fingerprint_kind is not None:
         assert re.fullmatch(r"[0-9a-f]{16}", codec.fingerprint(sample))
 

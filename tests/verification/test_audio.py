@@ -1,12 +1,18 @@
-"""POST /v1/sign and /v1/verify on WAV, FLAC and MP3: the token in the file's metadata, no watermark yet."""
+"""POST /v1/sign and /v1/verify on WAV, FLAC and MP3: the token in the file's metadata and, for audio
+long enough, the watermark in the samples. The short clips of the first tests carry the token alone."""
 
+import base64
 import io
+import json
 
+import numpy as np
 import pytest
+from dilithium_py.ml_dsa import ML_DSA_65
 
 from media_codecs import detect, get_codec
 from provenance.models import Record
 from tests import audio, factories
+from tests.media_codecs.audio.test_marked_containers import music
 
 pytestmark = pytest.mark.django_db
 FORMATS = {
@@ -92,3 +98,61 @@ def test_audio_over_the_duration_limit_is_413(key_client, org, generator):
 def test_malformed_or_unsupported_audio_is_400(key_client, org, generator, content, error):
     response = _sign(key_client(org), generator, content)
     assert response.status_code == 400 and response.json()["error"] == error
+
+
+MARKED = {
+    "wav": (lambda: audio.tagged_wav(music(), bits=24), "audio/wav"),
+    "flac": (lambda: audio.tagged_flac(music()), "audio/flac"),
+    "mp3": (lambda: audio.tagged_mp3(music()), "audio/mpeg"),
+}
+
+
+@pytest.mark.parametrize("fmt", MARKED)
+def test_long_audio_is_watermarked_and_verifies_high_then_through_the_mark_alone(api_client, key_client, org,
+                                                                                  generator, fmt):
+    make, mime_type = MARKED[fmt]
+    response = _sign(key_client(org), generator, make())
+    assert response.status_code == 201, response.content[:300]
+    assert response["Content-Type"] == mime_type
+    record = Record.objects.get(pk=response["X-Service-Record-Id"])
+    assert record.watermark_id != "none"
+    codec = get_codec(fmt)
+    assert codec.extract_watermark(response.content) == int(record.watermark_id, 16)
+    result = _verify(api_client, response.content)
+    assert (result["authentic"], result["confidence"], result["token_source"]) == (True, "high", "metadata")
+    assert result["signals"]["watermark_found"] is True
+    stripped = _verify(api_client, codec.strip_token(response.content))
+    assert (stripped["authentic"], stripped["token_source"], stripped["record_id"]) == (
+        True, "watermark", str(record.pk))
+
+
+def test_reencoded_marked_audio_is_tampered_with_the_mark_still_found(api_client, key_client, org, generator):
+    signed = _sign(key_client(org), generator, MARKED["flac"][0]()).content
+    flac, wav = get_codec("flac"), get_codec("wav")
+    samples, rate = flac.samples(signed)
+    as_wav = audio.wav_bytes(np.asarray(samples) * 0.9, rate=rate)  # converted, quieter, container gone
+    result = _verify(api_client, as_wav)
+    assert (result["token_source"], result["tampered"], result["authentic"]) == ("watermark", True, False)
+    assert result["signals"]["watermark_found"] is True and result["reason"] == "content_tampered"
+    assert wav.extract_token(as_wav) is None
+
+
+def test_a_signed_audio_record_verifies_with_dilithium_py_from_public_endpoints(api_client, key_client, org,
+                                                                              generator):
+    record_id = _sign(key_client(org), generator, MARKED["wav"][0]())["X-Service-Record-Id"]
+    record = api_client.get(f"/v1/records/{record_id}").json()
+    assert record["format"] == "audio"
+    keys = api_client.get(f"/v1/keys/{record['generator_id']}").json()["public_keys"]
+    public_key = base64.b64decode(next(k["key"] for k in keys if k["kid"] == record["kid"]))
+    message = json.dumps(record["signed_payload"], sort_keys=True, separators=(",", ":")).encode()
+    assert ML_DSA_65.verify(public_key, message, base64.b64decode(record["signature"]))
+
+
+def test_signing_and_verifying_each_decode_the_audio_once(api_client, key_client, org, generator, monkeypatch):
+    wav = get_codec("wav")
+    calls = []
+    real_decode = type(wav).decode
+    monkeypatch.setattr(type(wav), "decode", lambda self, media: calls.append(1) or real_decode(self, media))
+    signed = _sign(key_client(org), generator, MARKED["wav"][0]())
+    assert signed.status_code == 201 and len(calls) == 1
+    assert _verify(api_client, signed.content)["confidence"] == "high" and len(calls) == 2
