@@ -75,6 +75,8 @@ class Codec(ABC):
     # Where the token travels, as verification reports it (addendum 5): "xmp" or another "metadata" box.
     token_source: ClassVar[str] = "metadata"
     can_watermark: ClassVar[bool] = False
+    # Whether the format has a place for the token. Plain text has none: its token travels beside it.
+    carries_token: ClassVar[bool] = True
     # What `fingerprint` returns ("image-phash"), or None for a format without a near-match fingerprint.
     fingerprint_kind: ClassVar[str | None] = None
 

@@ -24,6 +24,8 @@ BUILTIN_CODEC_MODULES: tuple[str, ...] = (
     "media_codecs.audio.wav",
     "media_codecs.audio.flac",
     "media_codecs.audio.mp3",
+    "media_codecs.text.html",
+    "media_codecs.text.plain",  # the fallback: any UTF-8 text nothing else claims
 )
 
 _codecs: dict[str, Codec] = {}

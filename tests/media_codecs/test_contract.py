@@ -10,8 +10,8 @@ import pytest
 from conftest import MARK_ID, OTHER_TOKEN, TOKEN, corruptions, encode, photo
 
 from media_codecs import CodecError, UnsupportedFormat, detect, get_codec, registered_codecs
-from media_codecs.base import SCORE_MAGIC, Media
-from tests import audio
+from media_codecs.base import SCORE_FALLBACK, SCORE_MAGIC, Media
+from tests import audio, text_samples
 
 SAMPLES = {
     "jpeg": lambda: encode(photo("coffee"), "JPEG", quality=90),
@@ -20,6 +20,8 @@ SAMPLES = {
     "wav": audio.tagged_wav,
     "flac": audio.tagged_flac,
     "mp3": audio.tagged_mp3,
+    "html": lambda: text_samples.HTML_PAGE.encode(),
+    "txt": lambda: text_samples.english().encode(),
 }
 FORMATS = [codec.format for codec in registered_codecs()]
 
@@ -35,7 +37,7 @@ def case(request):
 
 def test_the_codec_scores_its_own_files_highest(case) -> None:
     codec, sample = case
-    assert codec.score(sample[:4096]) == SCORE_MAGIC
+    assert codec.score(sample[:4096]) == (SCORE_MAGIC if codec.carries_token else SCORE_FALLBACK)
     assert detect(sample) is codec and detect(sample, codec.family) is codec
 
 
@@ -49,6 +51,9 @@ def test_open_parses_once_into_a_media_every_method_takes(case) -> None:
 
 def test_the_token_round_trips_and_replaces(case) -> None:
     codec, sample = case
+    if not codec.carries_token:  # plain text: nowhere to put it, and it says so
+        assert codec.embed_token(sample, TOKEN) == sample and codec.extract_token(sample) is None
+        return
     signed = codec.embed_token(sample, TOKEN)
     assert codec.extract_token(signed) == TOKEN
     assert codec.strip_token(signed) == codec.strip_token(sample)

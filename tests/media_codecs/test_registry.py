@@ -50,7 +50,8 @@ def test_unknown_format_names_are_an_unsupported_format() -> None:
 
 
 def test_builtin_codecs_are_registered_in_order() -> None:
-    assert [codec.format for codec in media_codecs.registered_codecs()] == ["jpeg", "png", "webp", "wav", "flac", "mp3"]
+    assert [codec.format for codec in media_codecs.registered_codecs()] == [
+        "jpeg", "png", "webp", "wav", "flac", "mp3", "html", "txt"]
 
 
 class _ToyCodec(Codec):
@@ -80,16 +81,6 @@ class _Pdf(_ToyCodec):
         return SCORE_NONE if position < 0 else SCORE_MAGIC if position == 0 else SCORE_WEAK
 
 
-class _Html(_ToyCodec):
-    format, family = "html", "text"
-
-    def score(self, head: bytes) -> int:
-        text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
-        if text.startswith(b"<!doctype html"):
-            return SCORE_MAGIC
-        return SCORE_WEAK if any(tag in text[:1024] for tag in (b"<html", b"<head", b"<body")) else SCORE_NONE
-
-
 class _PlainText(_ToyCodec):
     format, family = "plain", "text"
 
@@ -106,8 +97,7 @@ class _PlainText(_ToyCodec):
 def toy_registry(monkeypatch) -> None:
     registry.registered_codecs()  # load the built-ins into the table we copy
     monkeypatch.setattr(registry, "_codecs", dict(registry._codecs))
-    for codec in (_PlainText(), _Html(), _Pdf()):
-        media_codecs.register(codec)
+    media_codecs.register(_Pdf())  # HTML and plain text are real codecs now
 
 
 @pytest.mark.parametrize(("data", "expected"), [
@@ -115,8 +105,8 @@ def toy_registry(monkeypatch) -> None:
     (b"garbage a mailer added\r\n%PDF-1.4\n1 0 obj", "pdf"),  # bytes before %PDF
     (b"<!DOCTYPE html><html><body>hi</body></html>", "html"),
     (b"<html lang=en><head><title>t</title></head><body>no doctype</body></html>", "html"),
-    ("\ufeffPlain text with a BOM, caf\u00e9 \u2014 and more.\n".encode(), "plain"),
-    (b"Just words, no markup at all.\n", "plain"),
+    ("\ufeffPlain text with a BOM, caf\u00e9 \u2014 and more.\n".encode(), "txt"),
+    (b"Just words, no markup at all.\n", "txt"),
 ], ids=["pdf", "pdf-after-junk", "html", "html-without-doctype", "text-with-bom", "text"])
 def test_the_best_score_wins(toy_registry, data: bytes, expected: str) -> None:
     assert detect(data).format == expected
@@ -154,8 +144,10 @@ def test_capabilities_are_declared_not_inferred_from_names() -> None:
     for codec in media_codecs.registered_codecs():
         if codec.family == "image":
             assert codec.can_watermark and codec.fingerprint_kind == "image-phash"
-        else:  # audio: the token only, until the audio watermark lands
-            assert (codec.family, codec.token_source, codec.fingerprint_kind) == ("audio", "metadata", None)
+        elif codec.family == "audio":
+            assert (codec.can_watermark, codec.token_source, codec.fingerprint_kind) == (True, "metadata", None)
+        else:  # text: the zero-width mark in plain text and HTML
+            assert (codec.family, codec.can_watermark, codec.fingerprint_kind) == ("text", True, None)
     toy = _PlainText()
     assert not toy.can_watermark and toy.fingerprint_kind is None
     assert toy.extract_watermark(b"text") is None and toy.fingerprint(b"text") is None

@@ -1,0 +1,194 @@
+"""HTML: the token in a meta element, the zero-width mark in the body's text. Never re-serialised.
+
+The document is scanned, not parsed into a tree: markup (tags with their attributes, comments,
+doctypes, CDATA) and the raw text of `script`, `style`, `textarea`, `title` and their kind are
+skipped over, and what is left are text nodes with their exact offsets. Both insertions are
+splices into the original bytes, so everything else stays byte for byte as it came (attribute
+order, entities, whitespace, comments).
+
+- Token: `<meta name="provenance-token" content="svc_...">`, right after the `<head>` tag, or
+  where a head would begin (after the doctype and `<html>`) in a document without one: an HTML
+  parser puts a meta element met before any content into the implied head. `strip_token` removes
+  exactly that element, so `content_hash` covers the document with the mark in it, as the image
+  hash covers its marked pixels.
+- Mark: one run (media_codecs.text.zerowidth) in every block of at least MIN_WORDS words of body
+  text (the longest block when none is that long), before a word in one text node, never inside
+  `pre`, `script`, `style`, `textarea`, `template`, attributes or comments. Blocks are delimited by
+  block-level tags (`p`, `div`, `li`, headings, table cells, `br`...); inline markup (`b`, `a`,
+  `span`...) does not end one, so `lxml`'s `text_content()` keeps each run whole.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Codec, Media
+from media_codecs.text import utf8, zerowidth
+
+META_NAME = "provenance-token"
+_TOKEN = r"svc_[A-Za-z0-9_.-]{1,124}"
+_OUR_META = re.compile(f'<meta name="{META_NAME}" content="{_TOKEN}">')
+_ANY_OUR_META = re.compile(rf"""<meta\s[^>]*?\bname\s*=\s*["']?{META_NAME}["']?[^>]*>""", re.I)
+_META_CONTENT = re.compile(rf"""\bcontent\s*=\s*["']?({_TOKEN})""")
+_MARKUP = re.compile(r"""
+    <!--.*?(?:-->|\Z)                                       # comment (unterminated: to the end)
+  | <!\[CDATA\[.*?(?:\]\]>|\Z)
+  | <![^>]*(?:>|\Z)                                         # doctype, bogus comment
+  | <\?[^>]*(?:>|\Z)
+  | </?([A-Za-z][^\s/>]*)(?:[^>"']|"[^"]*"|'[^']*')*(?:>|\Z)  # tag: attribute values may hold '>'
+""", re.S | re.X)
+_RAW_TEXT = frozenset({"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
+                       "noscript", "plaintext"})
+_NO_MARK = frozenset({"pre", "template", "svg", "math"})  # text in these is read as it is: left alone
+_BLOCKS = frozenset({
+    "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "dialog", "div", "dl",
+    "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "head",
+    "header", "hgroup", "hr", "html", "li", "main", "nav", "ol", "p", "pre", "section", "summary", "table",
+    "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+})
+_DOCUMENT_START = re.compile(r"\ufeff?\s*(?:<!doctype[^>]*>\s*)?(?:<html\b(?:[^>\"']|\"[^\"]*\"|'[^']*')*>)?", re.I)
+_HTML_SIGNATURE = re.compile(r"\ufeff?\s*(?:<!doctype\s+html\b|<html\b)", re.I)
+_HTML_HINT = re.compile(r"<(?:head|body|p|div|span|a|h[1-6]|ul|ol|li|table|meta|title|br|img)\b", re.I)
+
+
+@dataclass
+class Block:
+    word_count: int = 0
+    word_starts: list[int] = field(default_factory=list)  # text offsets after whitespace, in text nodes
+
+
+@dataclass(frozen=True)
+class HtmlDocument:
+    text: str
+    head_end: int | None  # offset just past the `<head ...>` tag, when there is one
+    blocks: tuple[Block, ...]
+
+
+def scan(text: str) -> HtmlDocument:
+    """The document's head tag and its body text blocks (word starts where a run may go)."""
+    blocks: list[Block] = []
+    current = Block()
+    head_end, in_head, no_mark = None, False, 0
+    position = 0
+    while position <= len(text):
+        markup = _MARKUP.search(text, position)
+        end = markup.start() if markup else len(text)
+        if end > position and not in_head and not no_mark:
+            _add_text(text, position, end, current)
+        if markup is None:
+            break
+        position = markup.end()
+        name = (markup.group(1) or "").lower()
+        if not name:
+            continue
+        closing = markup.group(0).startswith("</")
+        if name in _BLOCKS:
+            blocks.append(current)
+            current = Block()
+        if name == "head":
+            in_head = not closing
+            if not closing and head_end is None:
+                head_end = markup.end()
+        elif name == "body" and not closing:
+            in_head = False
+        elif name in _NO_MARK:
+            no_mark = max(0, no_mark - 1) if closing else no_mark + (not markup.group(0).endswith("/>"))
+        elif name in _RAW_TEXT and not closing:
+            close = re.compile(rf"</{re.escape(name)}\s*>", re.I).search(text, position)
+            position = close.end() if close else len(text) + 1
+    blocks.append(current)
+    return HtmlDocument(text, head_end, tuple(block for block in blocks if block.word_count))
+
+
+def _add_text(text: str, start: int, end: int, block: Block) -> None:
+    for word in re.finditer(r"\S+", text[start:end]):
+        block.word_count += 1
+        offset = start + word.start()
+        if offset > start and text[offset - 1].isspace():
+            block.word_starts.append(offset)
+
+
+def mark_sites(document: HtmlDocument) -> list[int]:
+    """Where runs go: one a block of at least MIN_WORDS words, or the longest block's when none is."""
+    sites = [_block_site(document.text, block) for block in document.blocks
+             if block.word_count >= zerowidth.MIN_WORDS]
+    sites = [site for site in sites if site is not None]
+    if not sites:
+        for block in sorted(document.blocks, key=lambda b: -b.word_count):
+            site = _block_site(document.text, block)
+            if site is not None:
+                return [site]
+    return sorted(sites)
+
+
+def _block_site(text: str, block: Block) -> int | None:
+    return zerowidth.middle_site(text, block.word_starts, len(block.word_starts) // 2)
+
+
+def splice(text: str, insertions: list[tuple[int, str]]) -> str:
+    pieces, last = [], 0
+    for offset, inserted in sorted(insertions):
+        pieces += [text[last:offset], inserted]
+        last = offset
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+class HtmlCodec(Codec):
+    format = "html"
+    family = "text"
+    mime_type = "text/html; charset=utf-8"
+    token_source = "metadata"  # addendum 5: an HTML meta element
+    can_watermark = True
+
+    def score(self, head: bytes) -> int:
+        """SCORE_MAGIC for a doctype or `<html>` first, SCORE_WEAK for other markup near the start."""
+        text = utf8.head_text(head)
+        if not text:
+            return SCORE_NONE
+        if _HTML_SIGNATURE.match(text):
+            return SCORE_MAGIC
+        return SCORE_WEAK if _HTML_HINT.search(text[:1024]) and text.lstrip("\ufeff \t\r\n").startswith("<") \
+            else SCORE_NONE
+
+    def parse(self, data: bytes) -> HtmlDocument:
+        return scan(utf8.decode(data, "HTML document"))
+
+    def watermark_possible(self, content: bytes | Media) -> bool:
+        return bool(mark_sites(self.media(content).container))
+
+    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
+        """The document with a run in each qualifying body block; runs of ours already there are replaced."""
+        unmarked = zerowidth.strip_marks(self.media(content).container.text)
+        document = scan(unmarked)
+        run = zerowidth.run_for(mark_id)
+        return splice(unmarked, [(site, run) for site in mark_sites(document)]).encode("utf-8")
+
+    def extract_watermark(self, content: bytes | Media) -> int | None:
+        return zerowidth.extract(self.media(content).container.text)
+
+    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+        """Our meta element after `<head>` (or where the head would begin), replacing ours. ValueError for
+        a token that is not `svc_` and [A-Za-z0-9_.-]."""
+        if not re.fullmatch(_TOKEN, token):
+            raise ValueError("a token is svc_ followed by letters, digits, '_', '.' or '-'")
+        text = _OUR_META.sub("", self.media(content).container.text)
+        document = scan(text)
+        offset = document.head_end if document.head_end is not None else _DOCUMENT_START.match(text).end()
+        return splice(text, [(offset, f'<meta name="{META_NAME}" content="{token}">')]).encode("utf-8")
+
+    def extract_token(self, content: bytes | Media) -> str | None:
+        """The token of a `provenance-token` meta element (its attributes in any order or quoting)."""
+        for element in _ANY_OUR_META.finditer(self.media(content).container.text):
+            found = _META_CONTENT.search(element.group(0))
+            if found:
+                return found.group(1)
+        return None
+
+    def strip_token(self, content: bytes | Media) -> bytes:
+        """The document without our meta element, exactly as `embed_token` wrote it."""
+        return _OUR_META.sub("", self.media(content).container.text).encode("utf-8")
+
+
+CODEC = HtmlCodec()

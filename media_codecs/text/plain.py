@@ -1,0 +1,51 @@
+"""Plain UTF-8 text: the zero-width mark in its paragraphs, and no token container.
+
+Plain text has nowhere to carry the token (the spec's text containers are PDF metadata and an HTML
+meta element), so `embed_token` leaves it as it is: a signed text is found again through its mark,
+or through the token the signer keeps beside it (`token_source: "provided"`). `content_hash` covers
+the text with the runs of the mark removed (addendum 4: "zero-width characters in text"), which is
+the text exactly as it was submitted: a BOM and CRLF line ends included.
+"""
+
+from __future__ import annotations
+
+from media_codecs.base import SCORE_FALLBACK, SCORE_NONE, Codec, Media
+from media_codecs.text import utf8, zerowidth
+
+
+class PlainTextCodec(Codec):
+    format = "txt"
+    family = "text"
+    mime_type = "text/plain; charset=utf-8"
+    can_watermark = True
+    carries_token = False
+
+    def score(self, head: bytes) -> int:
+        """SCORE_FALLBACK for any UTF-8 text without binary control characters: it could be, nothing says so."""
+        return SCORE_FALLBACK if head and utf8.head_text(head) is not None else SCORE_NONE
+
+    def parse(self, data: bytes) -> str:
+        return utf8.decode(data, "text")
+
+    def watermark_possible(self, content: bytes | Media) -> bool:
+        return bool(zerowidth.sites(self.media(content).container))
+
+    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
+        return zerowidth.embed(self.media(content).container, mark_id).encode("utf-8")
+
+    def extract_watermark(self, content: bytes | Media) -> int | None:
+        return zerowidth.extract(self.media(content).container)
+
+    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+        """Plain text carries no token: the content comes back as it is."""
+        return self.media(content).data
+
+    def extract_token(self, content: bytes | Media) -> str | None:
+        return None
+
+    def strip_token(self, content: bytes | Media) -> bytes:
+        """The text without the mark's runs: what `content_hash` covers."""
+        return zerowidth.strip_marks(self.media(content).container).encode("utf-8")
+
+
+CODEC = PlainTextCodec()

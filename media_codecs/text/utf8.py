@@ -1,0 +1,32 @@
+"""UTF-8 text as the text codecs take it: strict decoding, no binary, a head that may end mid-character."""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from media_codecs.errors import UnsupportedFormat
+
+# C0 controls a text file does not hold (tab, line feed, vertical tab, form feed and carriage return
+# are fine); one of these in the head means binary content.
+_BINARY_CONTROLS = re.compile("[\x00-\x08\x0e-\x1f]")
+
+
+def head_text(head: bytes) -> str | None:
+    """The head decoded as UTF-8 (a character cut at its end is fine), or None when it is not text."""
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return None
+    return None if _BINARY_CONTROLS.search(text) else text
+
+
+def decode(data: bytes, what: str) -> str:
+    """`data` as text. Raises UnsupportedFormat for bytes that are not UTF-8 text (a BOM is kept as U+FEFF)."""
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UnsupportedFormat(f"the {what} is not UTF-8 text (byte {error.start})") from None
+    if _BINARY_CONTROLS.search(text):
+        raise UnsupportedFormat(f"the {what} holds control characters: binary content, not text")
+    return text
