@@ -25,6 +25,7 @@ BUILTIN_CODEC_MODULES: tuple[str, ...] = (
     "media_codecs.audio.flac",
     "media_codecs.audio.mp3",
     "media_codecs.text.html",
+    "media_codecs.text.pdf",
     "media_codecs.text.plain",  # the fallback: any UTF-8 text nothing else claims
 )
 

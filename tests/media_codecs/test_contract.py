@@ -12,6 +12,7 @@ from conftest import MARK_ID, OTHER_TOKEN, TOKEN, corruptions, encode, photo
 from media_codecs import CodecError, UnsupportedFormat, detect, get_codec, registered_codecs
 from media_codecs.base import SCORE_FALLBACK, SCORE_MAGIC, Media
 from tests import audio, text_samples
+from tests.pdf_samples import text_pdf
 
 SAMPLES = {
     "jpeg": lambda: encode(photo("coffee"), "JPEG", quality=90),
@@ -22,6 +23,7 @@ SAMPLES = {
     "mp3": audio.tagged_mp3,
     "html": lambda: text_samples.HTML_PAGE.encode(),
     "txt": lambda: text_samples.english().encode(),
+    "pdf": lambda: text_pdf(),
 }
 FORMATS = [codec.format for codec in registered_codecs()]
 

@@ -51,7 +51,7 @@ def test_unknown_format_names_are_an_unsupported_format() -> None:
 
 def test_builtin_codecs_are_registered_in_order() -> None:
     assert [codec.format for codec in media_codecs.registered_codecs()] == [
-        "jpeg", "png", "webp", "wav", "flac", "mp3", "html", "txt"]
+        "jpeg", "png", "webp", "wav", "flac", "mp3", "html", "pdf", "txt"]
 
 
 class _ToyCodec(Codec):
@@ -141,13 +141,13 @@ def test_detection_ignores_names_and_reports_truncation() -> None:
 
 
 def test_capabilities_are_declared_not_inferred_from_names() -> None:
-    for codec in media_codecs.registered_codecs():
-        if codec.family == "image":
-            assert codec.can_watermark and codec.fingerprint_kind == "image-phash"
-        elif codec.family == "audio":
-            assert (codec.can_watermark, codec.token_source, codec.fingerprint_kind) == (True, "metadata", None)
-        else:  # text: the zero-width mark in plain text and HTML
-            assert (codec.family, codec.can_watermark, codec.fingerprint_kind) == ("text", True, None)
+    declared = {codec.format: (codec.family, codec.can_watermark, codec.fingerprint_kind, codec.token_source)
+                for codec in media_codecs.registered_codecs()}
+    image = ("image", True, "image-phash", "xmp")
+    audio = ("audio", True, None, "metadata")
+    assert declared == {"jpeg": image, "png": image, "webp": image, "wav": audio, "flac": audio, "mp3": audio,
+                        "html": ("text", True, None, "metadata"), "pdf": ("text", False, None, "xmp"),
+                        "txt": ("text", True, None, "metadata")}
     toy = _PlainText()
     assert not toy.can_watermark and toy.fingerprint_kind is None
     assert toy.extract_watermark(b"text") is None and toy.fingerprint(b"text") is None

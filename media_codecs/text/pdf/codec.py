@@ -1,0 +1,62 @@
+"""The PDF codec: detection, and the token as an incremental update (see media_codecs.text.pdf)."""
+
+from __future__ import annotations
+
+import re
+
+from media_codecs import xmp
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Codec, Media
+from media_codecs.text.pdf.document import HEADER, HEADER_WINDOW, Document, read_document
+from media_codecs.text.pdf.update import compose_update, without_our_update
+
+_VERSIONED_HEADER = re.compile(rb"%PDF-\d\.\d")
+
+
+class PdfCodec(Codec):
+    format = "pdf"
+    family = "text"
+    mime_type = "application/pdf"
+    token_source = "xmp"
+    can_watermark = False  # the zero-width text mark is for plain text and HTML only
+    fingerprint_kind = None
+
+    def score(self, head: bytes) -> int:
+        """SCORE_MAGIC for `%PDF-` at offset 0; SCORE_WEAK for `%PDF-n.n` later in the first 1,024 bytes."""
+        if head.startswith(HEADER):
+            return SCORE_MAGIC
+        if _VERSIONED_HEADER.search(head, 0, HEADER_WINDOW + 8):
+            return SCORE_WEAK
+        return SCORE_NONE
+
+    def parse(self, data: bytes) -> Document:
+        """The cross-reference chain, the catalog and its XMP packet.
+
+        Raises UnsupportedFormat (not a PDF, encrypted), CorruptMedia, MediaTooLarge.
+        """
+        return read_document(data)
+
+    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+        """Append our incremental update carrying `token` (replacing our update if the file ends with it).
+
+        Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.
+        """
+        original = self._original(self.media(content))
+        return original.data + compose_update(original, token)
+
+    def extract_token(self, content: bytes | Media) -> str | None:
+        """Our token from the current catalog's XMP packet. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        document = self.media(content).container
+        return None if document.metadata is None else xmp.read_token(document.metadata)
+
+    def strip_token(self, content: bytes | Media) -> bytes:
+        """The file without our update when it is the last one; the file unchanged otherwise.
+
+        Raises UnsupportedFormat, CorruptMedia, MediaTooLarge.
+        """
+        return self._original(self.media(content)).data
+
+    def _original(self, media: Media) -> Document:
+        return media.cached("original", lambda: without_our_update(media.container, self.extract_token(media)))
+
+
+CODEC = PdfCodec()
