@@ -12,7 +12,7 @@ order, entities, whitespace, comments).
   exactly that element, so `content_hash` covers the document with the mark in it, as the image
   hash covers its marked pixels.
 - Mark: one run (media_codecs.text.zerowidth) in every block of at least MIN_WORDS words of body
-  text (the longest block when none is that long), before a word in one text node, never inside
+  text (the longest block when none is that long but the body is), before a word in one text node, never inside
   `pre`, `script`, `style`, `textarea`, `template`, attributes or comments. Blocks are delimited by
   block-level tags (`p`, `div`, `li`, headings, table cells, `br`...); inline markup (`b`, `a`,
   `span`...) does not end one, so `lxml`'s `text_content()` keeps each run whole.
@@ -110,11 +110,12 @@ def _add_text(text: str, start: int, end: int, block: Block) -> None:
 
 
 def mark_sites(document: HtmlDocument) -> list[int]:
-    """Where runs go: one a block of at least MIN_WORDS words, or the longest block's when none is."""
+    """Where runs go: one a block of at least MIN_WORDS words, or the longest block's when none is but the
+    body text is; none in a shorter body."""
     sites = [_block_site(document.text, block) for block in document.blocks
              if block.word_count >= zerowidth.MIN_WORDS]
     sites = [site for site in sites if site is not None]
-    if not sites:
+    if not sites and sum(block.word_count for block in document.blocks) >= zerowidth.MIN_WORDS:
         for block in sorted(document.blocks, key=lambda b: -b.word_count):
             site = _block_site(document.text, block)
             if site is not None:

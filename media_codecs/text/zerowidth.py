@@ -5,8 +5,9 @@ Pure: str in, str out, no Django.
 A run is ``RUN_LENGTH`` (29) characters of ``ALPHABET``, seven invisible format characters (category
 Cf, bidi class BN) that Unicode normalisation (NFC, NFKC) leaves alone and that ``str.split()`` does
 not take for whitespace: the id with a CRC-16, scrambled with a fixed key and written in base 7.
-Every paragraph of at least ``MIN_WORDS`` words gets one whole run (a text with no such paragraph
-gets one in its longest paragraph), so any such paragraph quoted alone identifies the record.
+Every paragraph of at least ``MIN_WORDS`` words gets one whole run, so any such paragraph quoted
+alone identifies the record; a text of at least MIN_WORDS words in shorter paragraphs gets one run in
+its longest paragraph; a shorter text is not marked (its token is what identifies it).
 
 Where a run goes: right before a word in the middle of the paragraph, after whitespace, and only
 before a letter or digit. That place is a boundary of every grapheme cluster, emoji sequence and
@@ -78,8 +79,8 @@ def id_of_run(run: str) -> int | None:
 
 def embed(text: str, mark_id: int) -> str:
     """`text` with a run carrying `mark_id` in every paragraph of at least MIN_WORDS words (or in its
-    longest paragraph when none is that long); any run of ours already there is replaced.
-    Text with no place for a run comes back unmarked (see `sites`)."""
+    longest paragraph when none is that long but the text is); any run of ours already there is
+    replaced. A shorter text, or one with no place for a run, comes back unmarked (see `sites`)."""
     text = strip_marks(text)
     run = run_for(mark_id)
     pieces, last = [], 0
@@ -95,7 +96,8 @@ def sites(text: str) -> list[int]:
     paragraphs = [(start, end, len(_WORD.findall(text, start, end))) for start, end in _paragraphs(text)]
     chosen = [_site(text, start, end) for start, end, words in paragraphs if words >= MIN_WORDS]
     chosen = [site for site in chosen if site is not None]
-    if not chosen:  # no long paragraph: the longest one with a place carries the mark
+    if not chosen and sum(words for _, _, words in paragraphs) >= MIN_WORDS:
+        # Long enough in all, in short paragraphs (verse, lists): the longest one with a place carries it.
         for start, end, _ in sorted(paragraphs, key=lambda p: -p[2]):
             site = _site(text, start, end)
             if site is not None:

@@ -108,10 +108,12 @@ def test_deleting_a_tenth_of_the_words_of_a_document_keeps_the_id():
         assert zw.extract(" ".join(kept)) == MARK
 
 
-def test_a_short_text_with_no_long_paragraph_is_marked_in_its_longest():
-    text = "A haiku has no long paragraph.\n\nStill it has words to carry\n\nthe mark in its longest line."
-    marked = zw.embed(text, MARK)
+def test_a_long_text_of_short_paragraphs_is_marked_in_its_longest_and_a_short_text_not_at_all():
+    verse = "\n\n".join(f"Line {n} of a poem with short stanzas only" for n in range(6))  # 48 words
+    marked = zw.embed(verse, MARK)
     assert len(_runs(marked)) == 1 and zw.extract(marked) == MARK
+    note = "A haiku has no long paragraph.\n\nStill it has words to carry\n\nthe mark in its longest line."
+    assert zw.embed(note, MARK) == note
 
 
 def test_text_with_no_place_for_a_run_comes_back_unmarked():
