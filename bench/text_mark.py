@@ -22,6 +22,7 @@ import sys
 import textwrap
 import time
 import unicodedata
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -34,7 +35,11 @@ STDLIB = ("argparse", "asyncio", "collections", "concurrent.futures", "contextli
           "datetime", "decimal", "difflib", "email", "enum", "functools", "heapq", "http.client", "inspect",
           "ipaddress", "itertools", "json", "logging", "multiprocessing", "pathlib", "pickle", "queue", "random",
           "re", "shutil", "socket", "sqlite3", "statistics", "string", "subprocess", "tarfile", "threading",
-          "typing", "unittest", "urllib.parse", "uuid", "warnings", "xml.etree.ElementTree", "zipfile")
+          "typing", "unittest", "urllib.parse", "uuid", "warnings", "xml.etree.ElementTree", "zipfile", "calendar",
+          "codecs", "configparser", "doctest", "ftplib", "gettext", "imaplib", "locale", "mailbox", "optparse",
+          "pdb", "pydoc", "sched", "selectors", "smtplib", "ssl", "textwrap", "timeit", "tokenize", "trace",
+          "traceback", "turtle", "types", "wave", "zoneinfo", "tkinter", "xmlrpc.client", "poplib", "bdb",
+          "cmd", "shelve", "plistlib", "fractions", "numbers", "operator", "glob", "fnmatch", "tempfile")
 DOCUMENT_WORDS = 1000
 
 
@@ -42,9 +47,12 @@ def paragraphs() -> list[str]:
     """Prose paragraphs of 15 words or more from the standard library's docstrings, in a fixed order."""
     found = list(ENGLISH)
     for name in STDLIB:
-        module = importlib.import_module(name)
-        docs = [module.__doc__ or ""] + [getattr(value, "__doc__", "") or "" for _, value in sorted(vars(module).items())
-                                         if callable(value) and not _.startswith("_")]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = importlib.import_module(name)
+        public = [value for key, value in sorted(vars(module).items()) if callable(value) and not key.startswith("_")]
+        docs = [module.__doc__] + [getattr(value, "__doc__", None) for value in public]
+        docs = [doc for doc in docs if isinstance(doc, str)]
         for doc in docs:
             for block in re.split(r"\n\s*\n", doc):
                 words = block.split()
@@ -162,8 +170,11 @@ def main() -> None:
     for name, count in recovered.items():
         print(f"| {name} | {count / len(docs):.1%} |")
     print(f"\nFalse ids on {len(unmarked)} unmarked paragraphs: {false_ids}")
+    over = sum(share > 0.05 for share in overheads)
     print(f"Overhead (zero-width characters added / characters): mean {statistics.mean(overheads):.2%}, "
-          f"max {max(overheads):.2%}")
+          f"median {statistics.median(overheads):.2%}, max {max(overheads):.2%}; {over} of {len(overheads)} "
+          f"documents over 5% (29 characters a paragraph of 40 words or more: 5% or less once such paragraphs "
+          f"average 90 words)")
     timings = timed_requests(args.runs, args.database_url)
     print(f"\n1 MB of text through the whole stack, {args.runs} runs:\n")
     print("| request | median ms | worst ms |")
