@@ -141,5 +141,11 @@ class Codec(ABC):
         """Return the content's near-match fingerprint (16 hex digits) of `fingerprint_kind`, or None."""
         return None
 
+    def fingerprints(self, content: bytes | Media) -> list[str]:
+        """Every fingerprint signing stores for the content, `fingerprint()` first (a video adds its
+        later frames so a trimmed clip is still found); verification looks up `fingerprint()` alone."""
+        first = self.fingerprint(content)
+        return [first] if first is not None else []
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.format}>"

@@ -67,6 +67,25 @@ class Record(models.Model):
         return {field: str(getattr(self, field)) for field in SIGNED_FIELDS}
 
 
+class RecordFingerprint(models.Model):
+    """A record's further fingerprint values, beyond the one on the record itself: a video's frames at
+    later offsets, so a clip whose first seconds were cut still finds its record. Same kind as the
+    record's; lookups match any of a record's values. A trigger adds each value to Fingerprint, as for
+    records (migration 0004)."""
+
+    id = models.BigAutoField(primary_key=True)
+    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="more_fingerprints")
+    kind = models.CharField(max_length=32, choices=FingerprintKind.choices)
+    value = models.BigIntegerField()  # as Record.phash_value
+    signed_at = models.DateTimeField()  # the record's: newest-first within a value, from the index alone
+
+    class Meta:
+        indexes = [models.Index(fields=["kind", "value", "-signed_at"], name="recordfingerprint_exact")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.value & 0xFFFFFFFFFFFFFFFF:016x} of {self.record_id}"
+
+
 class Fingerprint(models.Model):
     """Every distinct fingerprint value of the records once, in four 16-bit bands: what a near-match
     search scans (multi-index hashing: a hash within 7 bits agrees with some band to within 1 bit).

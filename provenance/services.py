@@ -17,7 +17,7 @@ from config.hot_sql import RowInserter
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from provenance import crypto
-from provenance.models import FingerprintKind, Record
+from provenance.models import FingerprintKind, Record, RecordFingerprint
 from provenance.payload import SIGNED_FIELDS, signed_payload_bytes
 from provenance.phash_bands import signed_value
 from webhooks.events import events_emit
@@ -39,6 +39,7 @@ class RecordDraft:
     phash: str | None = None
     format: str | None = None
     fingerprint_kind: str | None = None  # what `phash` is: the codec's kind (sign), image-phash (records)
+    more_fingerprints: tuple[str, ...] = ()  # further values of the same kind (a video's later frames)
     record_id: uuid.UUID | None = None  # preset when the token was minted before storing (POST /v1/sign)
 
 
@@ -56,6 +57,7 @@ def records_create(*, org: Organization, drafts: list[RecordDraft]) -> list[Reco
     try:
         with transaction.atomic():
             _insert_records(records)
+            _insert_more_fingerprints(records, drafts)
             audit_write_many(org=org, type="sign", metadatas=[_sign_metadata(r) for r in records])
             usage = usage_consume(org=org, count=len(records))  # last: the counter row stays locked until commit only
             # One delivery round after commit: a record.created per record, then any quota crossing.
@@ -171,12 +173,23 @@ def _record_from(org: Organization, draft: RecordDraft) -> Record:
         id=draft.record_id or uuid.uuid4(), org=org, generator_id=draft.key.generator_id, key=draft.key,
         model=draft.model, watermark_id=draft.watermark_id, content_hash=draft.content_hash,
         signature=draft.signature, format=draft.format)
+    if draft.more_fingerprints and not draft.phash:
+        raise ValueError("further fingerprints need a first one")  # a programming error, as below
     if draft.phash:
         if not draft.fingerprint_kind:
             raise ValueError("a fingerprint needs its kind")  # a programming error: codecs declare theirs
         record.phash, record.fingerprint_kind = draft.phash, draft.fingerprint_kind
         record.phash_value = signed_value(draft.phash)  # a trigger adds the value to Fingerprint
     return record
+
+
+def _insert_more_fingerprints(records: list[Record], drafts: list[RecordDraft]) -> None:
+    more = [RecordFingerprint(record=record, kind=record.fingerprint_kind, value=signed_value(value),
+                              signed_at=record.signed_at)
+            for record, draft in zip(records, drafts, strict=True) for value in draft.more_fingerprints
+            if value != draft.phash]  # a trigger adds each value to Fingerprint
+    if more:
+        RecordFingerprint.objects.bulk_create(more)
 
 
 def _sign_metadata(record: Record) -> dict:

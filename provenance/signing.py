@@ -56,14 +56,15 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
             media = codec.open(codec.embed_watermark(media, mark_id))  # the input's pixels go here
         signed = codec.open(codec.embed_token(media, token))
         content_hash = content_hash_of(codec.strip_token(signed))
-        phash = codec.fingerprint(signed)
+        fingerprints = codec.fingerprints(signed)
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)
     signature = crypto.sign(generator_signing_seed(key), message)
     record = record_create(org=org, draft=RecordDraft(
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
-        phash=phash, fingerprint_kind=codec.fingerprint_kind if phash else None, format=codec.family,
-        record_id=record_id))
+        phash=fingerprints[0] if fingerprints else None,
+        fingerprint_kind=codec.fingerprint_kind if fingerprints else None, format=codec.family,
+        record_id=record_id, more_fingerprints=tuple(fingerprints[1:])))
     return SignedContent(data=signed.data, record=record, token=token, codec=codec)
 
 

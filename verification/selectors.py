@@ -6,7 +6,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Q
 
-from provenance.models import Fingerprint, Record
+from provenance.models import Fingerprint, Record, RecordFingerprint
 from provenance.phash_bands import BANDS, band_neighbours, phash_bands, signed_value
 
 # A fingerprint within this many bits of a stored one of the same kind is a match. Multi-index
@@ -26,19 +26,22 @@ _BAND_RADIUS = PHASH_MAX_DISTANCE // BANDS
 # that shares a band within one bit is weighed (a cap over unordered rows once dropped real matches).
 # Only constants are formatted into the SQL (table names, band numbers); values are parameters.
 _RECORDS = Record._meta.db_table
+_MORE = RecordFingerprint._meta.db_table
 _VALUES = Fingerprint._meta.db_table
 _DISTANCE = "bit_count((value # (%(value)s)::bigint)::bit(64))"
 _BAND_SQL = (f"SELECT value, {_DISTANCE} AS distance FROM {_VALUES} WHERE kind = %(kind)s "  # noqa: S608
              f"AND band{{band}} = ANY(%(band{{band}})s::integer[]) AND {_DISTANCE} <= %(max)s")
-_NEAREST_SQL = f"""(SELECT id FROM {_RECORDS} WHERE fingerprint_kind = %(kind)s AND phash_value = (%(value)s)::bigint
- ORDER BY signed_at DESC LIMIT 1)
+# A value's newest record: on the record itself or among records' further values (RecordFingerprint).
+_NEWEST_WITH = (f"(SELECT id, signed_at FROM ((SELECT id, signed_at FROM {_RECORDS} "  # noqa: S608
+                f"WHERE fingerprint_kind = %(kind)s AND phash_value = {{value}} ORDER BY signed_at DESC LIMIT 1) "
+                f"UNION ALL (SELECT record_id, signed_at FROM {_MORE} WHERE kind = %(kind)s AND value = {{value}} "
+                f"ORDER BY signed_at DESC LIMIT 1)) AS holders ORDER BY signed_at DESC LIMIT 1)")
+_NEAREST_SQL = f"""(SELECT id FROM {_NEWEST_WITH.format(value="(%(value)s)::bigint")} AS exact)
 UNION ALL
 (SELECT winner.id FROM (
      SELECT DISTINCT value, distance FROM ({" UNION ALL ".join(_BAND_SQL.format(band=band) for band in range(BANDS))})
      AS near) AS candidates
- CROSS JOIN LATERAL (SELECT id, signed_at FROM {_RECORDS}
-                     WHERE fingerprint_kind = %(kind)s AND phash_value = candidates.value
-                     ORDER BY signed_at DESC LIMIT 1) AS winner
+ CROSS JOIN LATERAL {_NEWEST_WITH.format(value="candidates.value")} AS winner
  ORDER BY candidates.distance, winner.signed_at DESC LIMIT 1)
 LIMIT 1"""  # noqa: S608
 
@@ -102,5 +105,8 @@ _ALL_BITS = (1 << 64) - 1
 
 
 def _newest_record_with(kind: str, stored_value: int) -> tuple[uuid.UUID, datetime] | None:
-    return (Record.objects.filter(fingerprint_kind=kind, phash_value=stored_value).order_by("-signed_at")
-            .values_list("pk", "signed_at").first())
+    holders = [Record.objects.filter(fingerprint_kind=kind, phash_value=stored_value).order_by("-signed_at")
+               .values_list("pk", "signed_at").first(),
+               RecordFingerprint.objects.filter(kind=kind, value=stored_value).order_by("-signed_at")
+               .values_list("record_id", "signed_at").first()]
+    return max((holder for holder in holders if holder), key=lambda holder: holder[1], default=None)

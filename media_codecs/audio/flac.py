@@ -22,7 +22,6 @@ import io
 from dataclasses import dataclass
 
 import numpy as np
-import soundfile
 
 from media_codecs.audio import pcm
 from media_codecs.audio.base import TOKEN_DESCRIPTION, AudioCodec, StreamInfo, check_samples, check_token
@@ -231,6 +230,8 @@ class FlacCodec(AudioCodec):
 
     def decode(self, media: Media) -> np.ndarray:
         """Decode with libsndfile (libFLAC), given STREAMINFO and the frames only. Raises CorruptMedia."""
+        import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
+
         flac = media.container
         decoder_input = assemble([flac.blocks[0]], flac.frames)
         try:
@@ -262,6 +263,8 @@ class FlacCodec(AudioCodec):
 
 
 def _encode(samples: np.ndarray, info: StreamInfo) -> bytes:
+    import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
+
     subtype = _ENCODER_SUBTYPES.get(info.bits_per_sample)
     if subtype is None:
         raise UnsupportedFormat(f"{info.bits_per_sample}-bit FLAC cannot be re-encoded; only 8, 16 or 24 bits")

@@ -20,9 +20,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-import av
 import numpy as np
-import soundfile
 
 from media_codecs.audio import id3, mpeg
 from media_codecs.audio.base import (
@@ -146,6 +144,8 @@ class Mp3Codec(AudioCodec):
 
     def decode(self, media: Media) -> np.ndarray:
         """Decode the frames alone with libsndfile (mpg123). Raises CorruptMedia, MediaTooLarge."""
+        import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
+
         mp3 = media.container
         first = mp3.stream.first
         frames_allowed = min(MAX_DECODED_SAMPLES // first.channels, MAX_SECONDS * first.sample_rate + first.samples)
@@ -184,6 +184,8 @@ def _average_bitrate(mp3: Mp3File) -> int:
 
 def _encode(samples: np.ndarray, first: mpeg.FrameHeader, bitrate: int, *, is_vbr: bool) -> bytes:
     """LAME through PyAV's MP3 muxer, which writes the Xing/LAME info frame (gapless playback)."""
+    import av  # loaded on first use: a worker that never decodes audio does not carry it
+
     layout = "mono" if first.channels == 1 else "stereo"
     buffer = io.BytesIO()
     try:

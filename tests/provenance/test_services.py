@@ -4,7 +4,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from generators.models import GeneratorKey
-from provenance.models import Fingerprint, FingerprintKind, Record
+from provenance.models import Fingerprint, FingerprintKind, Record, RecordFingerprint
 from provenance.phash_bands import phash_bands, signed_value
 from provenance.services import RecordDraft, record_create
 from tests import factories
@@ -83,3 +83,19 @@ def test_the_database_refuses_a_kind_without_a_fingerprint(org, key):
     record = record_create(org=org, draft=_draft(key, format="image"))
     with pytest.raises(IntegrityError), transaction.atomic():
         Record.objects.filter(pk=record.pk).update(fingerprint_kind=FingerprintKind.IMAGE_PHASH)
+
+
+def test_further_fingerprints_are_stored_beside_the_first_and_listed_as_values(org, key, django_assert_num_queries):
+    draft = _draft(key, phash="0f0f0f0f0f0f0f0f", format="video", fingerprint_kind=FingerprintKind.VIDEO_PHASH,
+                   more_fingerprints=("0f0f0f0f0f0f0f0f", "123456789abcdef0", "fedcba9876543210"))
+    record = record_create(org=org, draft=draft)
+    more = RecordFingerprint.objects.filter(record=record).order_by("id")
+    assert [(m.kind, m.value, m.signed_at) for m in more] == [
+        ("video-phash", signed_value("123456789abcdef0"), record.signed_at),
+        ("video-phash", signed_value("fedcba9876543210"), record.signed_at)]  # the first is not repeated
+    assert Fingerprint.objects.filter(kind="video-phash").count() == 3
+
+
+def test_further_fingerprints_need_a_first_one(org, key):
+    with pytest.raises(ValueError):
+        record_create(org=org, draft=_draft(key, more_fingerprints=("123456789abcdef0",)))

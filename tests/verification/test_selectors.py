@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from generators.models import GeneratorKey
-from provenance.models import Fingerprint, FingerprintKind, Record
+from provenance.models import Fingerprint, FingerprintKind, Record, RecordFingerprint
 from provenance.phash_bands import signed_value
 from tests import factories
 from verification.selectors import PHASH_MAX_DISTANCE, record_for_fingerprint
@@ -140,3 +140,48 @@ def test_many_records_of_one_value_are_one_candidate_and_the_newest_wins(make_re
     [newest] = make_records([flip(QUERY, 2, 9)])
     assert Fingerprint.objects.filter(kind=IMAGE).count() == 1
     assert record_for_fingerprint(kind=IMAGE, value=flip(QUERY, 2)) == newest
+
+
+# --- a record's further values (a video's later frames) ---------------------------------------------
+
+VIDEO = FingerprintKind.VIDEO_PHASH
+
+
+def _with_more(record: Record, *values: str) -> None:
+    RecordFingerprint.objects.bulk_create([RecordFingerprint(record=record, kind=record.fingerprint_kind,
+                                                             value=signed_value(v), signed_at=record.signed_at)
+                                           for v in values])
+
+
+def test_any_of_a_records_further_values_finds_it_exactly_or_nearly(make_records):
+    [record] = make_records(["0f0f0f0f0f0f0f0f"], kind=VIDEO)
+    _with_more(record, QUERY, "fedcba9876543210")
+    assert Fingerprint.objects.filter(kind=VIDEO).count() == 3  # the trigger added both values
+    for query in (QUERY, flip(QUERY, 3, 40), "fedcba9876543210", flip("fedcba9876543210", 60)):
+        assert record_for_fingerprint(kind=VIDEO, value=query) == record
+    assert record_for_fingerprint(kind=IMAGE, value=QUERY) is None  # kinds never mix
+
+
+def test_the_newest_holder_of_a_value_wins_whether_first_or_further(make_records):
+    [old] = make_records([QUERY], kind=VIDEO, age=dt.timedelta(days=2))
+    assert record_for_fingerprint(kind=VIDEO, value=QUERY) == old
+    [new] = make_records(["0f0f0f0f0f0f0f0f"], kind=VIDEO)
+    _with_more(new, QUERY)
+    assert record_for_fingerprint(kind=VIDEO, value=QUERY) == new
+    assert record_for_fingerprint(kind=VIDEO, value=flip(QUERY, 9)) == new
+
+
+def test_a_nearer_further_value_beats_a_farther_first_one(make_records):
+    [far] = make_records([flip(QUERY, 1, 20, 40)], kind=VIDEO)
+    assert record_for_fingerprint(kind=VIDEO, value=QUERY) == far
+    [near] = make_records(["0f0f0f0f0f0f0f0f"], kind=VIDEO, age=dt.timedelta(days=5))
+    _with_more(near, flip(QUERY, 1))
+    assert record_for_fingerprint(kind=VIDEO, value=QUERY) == near
+
+
+def test_deleting_a_record_takes_its_further_values_with_it(make_records):
+    [record] = make_records(["0f0f0f0f0f0f0f0f"], kind=VIDEO)
+    _with_more(record, QUERY)
+    record.delete()
+    assert not RecordFingerprint.objects.exists()
+    assert record_for_fingerprint(kind=VIDEO, value=QUERY) is None  # the value row stays, without a holder
