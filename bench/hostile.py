@@ -49,6 +49,11 @@ def corpus() -> dict[str, tuple[str, Callable[[], bytes | list[bytes]]]]:
         "sign-png-16.7MP": ("sign", lambda: hm.photo_like("PNG", 16.7)),
         "sign-webp-16.7MP": ("sign", lambda: hm.photo_like("WEBP", 16.7)),
         "sign-jpeg-over-limit": ("sign", lambda: hm.photo_like("JPEG", 25.1)),
+        # Audio: the most samples 50 MB can hold (8-bit mono, 18.9 min at 44.1 kHz) and the usual layout.
+        "verify-wav-8bit-mono-50MB": ("verify", lambda: hm.wav_of_noise(50 * MB - 4096, channels=1, bits=8)),
+        "sign-wav-8bit-mono-50MB": ("sign", lambda: hm.wav_of_noise(50 * MB - 4096, channels=1, bits=8)),
+        "verify-wav-16bit-stereo-50MB": ("verify", lambda: hm.wav_of_noise(50 * MB - 4096)),
+        "sign-wav-16bit-stereo-50MB": ("sign", lambda: hm.wav_of_noise(50 * MB - 4096)),
     }
 
 
@@ -113,7 +118,7 @@ def _signing_fields(client) -> dict:
     from tests import factories
 
     org = factories.make_org(plan="enterprise")
-    generator = factories.make_generator(org=org, formats=["image"])
+    generator = factories.make_generator(org=org, formats=["image", "audio", "text"])
     client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {factories.make_api_key(org=org)}"
     return {"model": "bench", "generator_id": str(generator.pk)}
 

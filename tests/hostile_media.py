@@ -184,3 +184,17 @@ def id3_with_empty_frames(count: int) -> bytes:
 
 def _syncsafe(value: int) -> bytes:
     return bytes([value >> 21 & 0x7F, value >> 14 & 0x7F, value >> 7 & 0x7F, value & 0x7F])
+
+
+def wav_of_noise(total_bytes: int, *, channels: int = 2, rate: int = 44_100, bits: int = 16) -> bytes:
+    """A WAV of `total_bytes` of quiet noise: the most samples a 50 MB upload can hold at that layout."""
+    import numpy as np
+
+    block = channels * bits // 8
+    frames = (total_bytes - 64) // block
+    rng = np.random.default_rng(3)
+    if bits == 8:
+        payload = (128 + rng.integers(-20, 20, frames * channels)).astype(np.uint8).tobytes()
+    else:
+        payload = rng.integers(-3000, 3000, frames * channels, dtype=np.int16).tobytes()
+    return _riff_wave(_wav_fmt(channels, rate, bits), b"data" + len(payload).to_bytes(4, "little") + payload)

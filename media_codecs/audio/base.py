@@ -30,6 +30,13 @@ MAX_SAMPLE_RATE = 192_000
 # Samples (frames x channels) one decode may produce: 20 minutes of 48 kHz stereo, 922 MB as float64.
 # Longer combinations the header limits allow (20 minutes of 96 kHz 5.1) can be token-signed, never decoded.
 MAX_DECODED_SAMPLES = MAX_SECONDS * 48_000 * 2
+# Marking holds the decoded samples and several full-length working copies (measured about 48 bytes a
+# sample at peak): past this many samples (frames x channels: 68 s of 44.1 kHz stereo, 2.3 minutes
+# mono) a signing worker would pass 500 MB, so longer audio is signed with its token alone.
+MAX_MARKED_SAMPLES = 6_000_000
+# Verification reads the mark from at most this much audio, from the middle: the mark repeats every
+# few seconds, and a long file must cost a public request neither minutes nor a gigabyte.
+READ_SECONDS = 30
 TOKEN_DESCRIPTION = "svc_token"  # the name our token goes by in ID3 TXXX frames and Vorbis comments
 
 
@@ -110,7 +117,10 @@ class AudioCodec(Codec):
         return media
 
     def watermark_possible(self, content: bytes | Media) -> bool:
-        return self.can_watermark and self.info(content).seconds >= watermark.MIN_EMBED_SECONDS
+        """From the header: at least the mark's minimum length, at most MAX_MARKED_SAMPLES."""
+        info = self.info(content)
+        return (self.can_watermark and info.seconds >= watermark.MIN_EMBED_SECONDS
+                and info.frames * info.channels <= MAX_MARKED_SAMPLES)
 
     def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
         """Decode once, mark the samples, re-encode among the file's metadata.
@@ -128,9 +138,25 @@ class AudioCodec(Codec):
         return self.reencode(media, marked)
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
-        """The mark id read from the decoded samples (decoded once per file), or None."""
-        samples, rate = self.samples(content)
+        """The mark id read from at most READ_SECONDS from the middle (decoded once per file), or None."""
+        samples, rate = self.middle(content)
         return watermark.extract(samples, rate)
+
+    def middle(self, content: bytes | Media, seconds: float = READ_SECONDS) -> tuple[np.ndarray, int]:
+        """At most `seconds` of decoded samples from the middle of the audio (all of it when shorter),
+        decoded once per Media. Raises CorruptMedia, MediaTooLarge."""
+        media = self.media(content)
+        info = self.stream_info(media.container)
+        frames = min(info.frames, int(seconds * info.sample_rate))
+        if frames == info.frames:
+            return self.samples(media)
+        start = (info.frames - frames) // 2
+        window = media.cached("middle", lambda: _read_only(self.decode_window(media, start, frames)))
+        return window, info.sample_rate
+
+    def decode_window(self, media: Media, start: int, frames: int) -> np.ndarray:
+        """`frames` frames from frame `start`: formats that can seek override this to decode only them."""
+        return np.array(self.decode(media)[start : start + frames])
 
     def info(self, content: bytes | Media) -> StreamInfo:
         """What the header declares. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""

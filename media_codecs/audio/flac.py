@@ -233,7 +233,7 @@ class FlacCodec(AudioCodec):
         import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
 
         flac = media.container
-        decoder_input = assemble([flac.blocks[0]], flac.frames)
+        decoder_input = _decoder_input(media)
         try:
             samples, _ = soundfile.read(io.BytesIO(decoder_input), frames=flac.info.frames, dtype="float64",
                                         always_2d=True)
@@ -241,6 +241,19 @@ class FlacCodec(AudioCodec):
             raise CorruptMedia(f"the FLAC audio does not decode: {error}") from None
         if samples.shape != (flac.info.frames, flac.info.channels):
             raise CorruptMedia("the FLAC audio is shorter than its STREAMINFO declares")
+        return samples
+
+    def decode_window(self, media: Media, start: int, frames: int) -> np.ndarray:
+        """libsndfile seeks to `start` and decodes only `frames` frames. Raises CorruptMedia."""
+        import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
+
+        try:
+            samples, _ = soundfile.read(io.BytesIO(_decoder_input(media)), start=start, frames=frames,
+                                        dtype="float64", always_2d=True)
+        except (soundfile.SoundFileError, RuntimeError) as error:
+            raise CorruptMedia(f"the FLAC audio does not decode: {error}") from None
+        if len(samples) == 0:
+            raise CorruptMedia("the FLAC audio does not decode")
         return samples
 
     def reencode(self, media: Media, samples: np.ndarray) -> bytes:
@@ -276,6 +289,13 @@ def _encode(samples: np.ndarray, info: StreamInfo) -> bytes:
     except (soundfile.SoundFileError, RuntimeError) as error:
         raise UnsupportedFormat(f"the FLAC encoder refused the audio: {error}") from None
     return buffer.getvalue()
+
+
+
+def _decoder_input(media: Media) -> bytes:
+    """STREAMINFO and the frames: all libFLAC needs, none of the metadata a hostile file may pile up."""
+    flac = media.container
+    return assemble([flac.blocks[0]], flac.frames)
 
 
 CODEC = FlacCodec()

@@ -149,7 +149,7 @@ class Mp3Codec(AudioCodec):
         mp3 = media.container
         first = mp3.stream.first
         frames_allowed = min(MAX_DECODED_SAMPLES // first.channels, MAX_SECONDS * first.sample_rate + first.samples)
-        decoder_input = bytes(mp3.audio[mp3.stream_start : len(mp3.audio) - mp3.trailer])
+        decoder_input = _decoder_input(media)
         try:
             samples, _ = soundfile.read(io.BytesIO(decoder_input), frames=frames_allowed + 1, dtype="float64",
                                         always_2d=True)
@@ -158,6 +158,19 @@ class Mp3Codec(AudioCodec):
         if len(samples) > frames_allowed:
             raise MediaTooLarge("the MP3 holds more audio than the limits allow")
         if len(samples) == 0 or samples.shape[1] != first.channels:
+            raise CorruptMedia("the MP3 audio does not decode")
+        return samples
+
+    def decode_window(self, media: Media, start: int, frames: int) -> np.ndarray:
+        """libsndfile seeks to `start` and decodes only `frames` frames. Raises CorruptMedia."""
+        import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
+
+        try:
+            samples, _ = soundfile.read(io.BytesIO(_decoder_input(media)), start=start, frames=frames,
+                                        dtype="float64", always_2d=True)
+        except (soundfile.SoundFileError, RuntimeError) as error:
+            raise CorruptMedia(f"the MP3 audio does not decode: {error}") from None
+        if len(samples) == 0:
             raise CorruptMedia("the MP3 audio does not decode")
         return samples
 
@@ -239,6 +252,13 @@ def _crc16(data: bytes) -> int:
         for _ in range(8):
             crc = crc >> 1 ^ 0xA001 if crc & 1 else crc >> 1
     return crc
+
+
+
+def _decoder_input(media: Media) -> bytes:
+    """The MPEG frames alone: no tag reaches the decoder."""
+    mp3 = media.container
+    return bytes(mp3.audio[mp3.stream_start : len(mp3.audio) - mp3.trailer])
 
 
 CODEC = Mp3Codec()

@@ -228,6 +228,13 @@ class WavCodec(AudioCodec):
         sound = next(chunk for chunk in wav.chunks if chunk.id == b"data")
         return decode_pcm(sound.payload, wav.format, wav.frames)
 
+    def decode_window(self, media: Media, start: int, frames: int) -> np.ndarray:
+        """Only those frames' bytes of the data chunk are converted."""
+        wav = media.container
+        sound = next(chunk for chunk in wav.chunks if chunk.id == b"data")
+        block = wav.format.block_align
+        return decode_pcm(sound.payload[start * block : (start + frames) * block], wav.format, frames)
+
     def reencode(self, media: Media, samples: np.ndarray) -> bytes:
         """The same sample format and chunks with a new `data` payload (and `fact` sample count)."""
         wav = media.container

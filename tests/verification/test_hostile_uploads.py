@@ -149,6 +149,8 @@ def isolated_environment(tmp_path_factory):
     ("batch-50x-webp-49MP", 413),  # before: a killed worker
     ("sign-jpeg-25MP", 201),
     ("sign-jpeg-over-limit", 413),
+    ("verify-wav-8bit-mono-50MB", 200),  # before: 1.24 GB and 66 s (the whole file decoded and searched)
+    ("sign-wav-16bit-stereo-50MB", 201),  # before: 1.39 GB (marked whole; now over the marking limit)
 ])
 def test_a_worker_stays_under_500_mb_for_what_the_limits_accept(isolated_environment, name, status):
     workdir, env = isolated_environment

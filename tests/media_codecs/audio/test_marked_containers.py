@@ -104,3 +104,41 @@ def _file(data: bytes):
     import io
 
     return io.BytesIO(data)
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "mp3"])
+def test_verification_decodes_only_the_middle_minute(fmt, monkeypatch):
+    from media_codecs.audio import base
+
+    monkeypatch.setattr(base, "READ_SECONDS", 5.0)  # a 12-s file stands in for a long one
+    codec = get_codec(fmt)
+    data = {"wav": lambda: audio.tagged_wav(music()), "flac": lambda: audio.tagged_flac(music()),
+            "mp3": lambda: audio.tagged_mp3(music())}[fmt]()
+    media = codec.open(data)
+    window, rate = codec.middle(media, 5.0)
+    assert window.shape == (5 * rate, 2)
+    assert "samples" not in media._cache  # the whole file was never decoded
+    whole = codec.samples(codec.open(data))[0]
+    start = (len(whole) - len(window)) // 2
+    if fmt == "mp3":  # seeking in MP3 lands on the same audio give or take the decoder's priming
+        assert np.corrcoef(whole[start : start + len(window), 0], window[:, 0])[0, 1] > 0.99
+    else:
+        assert np.array_equal(whole[start : start + len(window)], window)
+
+
+def test_a_long_file_is_read_from_its_middle_and_marked_files_still_read():
+    wav = get_codec("wav")
+    long_marked = wav.embed_watermark(audio.wav_bytes(music(70.0, rate=16_000), rate=16_000), MARK)
+    media = wav.open(long_marked)
+    assert wav.extract_watermark(media) == MARK
+    assert "samples" not in media._cache and len(media._cache["middle"]) == 30 * 16_000
+
+
+def test_audio_over_the_marking_limit_is_signed_with_its_token_alone():
+    from media_codecs.audio.base import MAX_MARKED_SAMPLES
+
+    wav = get_codec("wav")
+    frames = MAX_MARKED_SAMPLES // 2 + 1  # stereo: one frame over
+    header_only = audio.wav_bytes(np.zeros((frames, 2)), rate=44_100)
+    assert not wav.watermark_possible(header_only)
+    assert wav.watermark_possible(audio.wav_bytes(np.zeros((frames - 1, 2)), rate=44_100))
