@@ -12,11 +12,21 @@ Design
   a value to move to the nearest point of the bit's lattice, which costs little energy.
   The change is a per-cell gain, so the mark has the host's spectral and temporal shape
   (masked by it, absent in silence) and the mark-to-signal ratio stays under -35 dB.
+* Strength classes: the lattice step is one of ``_STEPS`` (four steps, 2 dB apart in mark
+  energy); the embedder takes the largest step whose mark fits the 35.3 dB budget, so speech
+  and music that leave headroom under a small step spend it (SNR ~35.3-37 dB on every clip).
+  Only the smallest step is ever scaled down to fit. The reader tries every step; the pilot
+  picks it. Cells that white noise at ``_NOISE_DESIGN_DB`` under the signal would drown count
+  less in the embedder's choice of where to put the change.
 * The layout repeats every ``PERIOD_SLOTS`` slots (8.4 s): any 8.5 s of the recording hold
   every symbol once. Reading tries every cyclic shift and 8-ms offset, keeps the one where the
   pilot bits agree best, and adds up the soft values of every copy in the window.
 * Speed: a speed change (resampling, pitch moves too) is undone by resampling the 8 kHz
   analysis signal: 1.0 first, then a grid of +-2.5% in 0.25% steps scored by the pilot alone.
+* Noise: a window is read as is, then with each band's noise floor (from its quietest cells)
+  subtracted and cells weighted by their estimated signal share, since added noise fills
+  the pauses of speech.
+* Bounded reading: at most ``_MAX_WINDOWS`` windows of 25.6 s, the centre one first.
 * A read is accepted only if the pilot is significant, the CRC matches and the soft values
   agree with the re-encoded codeword: otherwise ``None``, never a wrong id.
 
@@ -43,14 +53,21 @@ _SEED = 0xA0D1_0C0D_2026
 PILOT_SYMBOLS = 48
 PAIRS = 5  # cell pairs per symbol
 _GROUP_SLOTS = 12  # a symbol's cells lie within 12 slots (0.77 s)
-_STEP = 0.9  # quantiser step of a symbol's projection (natural-log energy units)
+# Quantiser steps of a symbol's projection (natural-log energy units), strongest first: the
+# embedder takes the largest whose mark fits the SNR budget, the reader tries each.
+_STEPS = (2.0, 1.6, 1.27, 1.0)
 _MAX_CELL_CHANGE = 1.0  # at most +-4.3 dB on one cell
 _COST_SLOT_SHARE = 0.1  # 0: cheapest mark (in quiet cells); large: uniform log change
+_NOISE_DESIGN_DB = 30.0
+_CELL_NOISE_GAIN = sp.SLOT_FRAMES * sp.BAND_BINS * sp.FRAME / 2  # cell energy per unit noise variance
 _EMBED_PASSES = 6  # re-measure and correct: overlap-add smears each pass's cell gains
 _TARGET_SNR_DB = 35.3  # the mark is scaled down if it would exceed signal / 10^(35.3/10)
 
 _QUIET_SLOT = 0.1  # a slot 10 dB under the median slot counts half at reading
+# white noise: a band's 10th-percentile cell holds 0.62 of its mean energy
+_NOISE_PERCENTILE, _NOISE_PERCENTILE_RATIO = 10, 0.62
 _READ_SLOTS = 400  # a read looks at 25.6 s at a time, so a speed error builds up little drift
+_MAX_WINDOWS = 3
 _SPEEDS = tuple(1.0 + 0.0025 * k for k in range(-10, 11) if k != 0)
 _SPEED_TRIALS = 3  # speeds whose pilot peak is decoded
 _MIN_PILOT_Z = 5.0  # pilot score in standard deviations; unmarked audio stays under ~4.5
@@ -139,9 +156,13 @@ def embed(samples: np.ndarray, sample_rate: int, mark_id: int) -> np.ndarray:
     mono = sp.mono_mix(x)
     analysis = sp.resample(mono, sample_rate, sp.RATE)
     bits = np.concatenate([_layout().pilot, ecc.conv_encode(ecc.payload_bits(mark_id))])
-    mark = sp.resample(_mark_signal(analysis, bits), sp.RATE, sample_rate)
-    mark = np.pad(mark[: len(x)], (0, max(0, len(x) - len(mark))))
-    mark *= _snr_limit(x, mark)
+    for step in _STEPS:
+        mark = sp.resample(_mark_signal(analysis, bits, step, float(np.mean(x * x))), sp.RATE, sample_rate)
+        mark = np.pad(mark[: len(x)], (0, max(0, len(x) - len(mark))))
+        limit = _snr_limit(x, mark)
+        if limit >= 1.0:
+            break
+    mark *= limit
     marked = x + (mark if x.ndim == 1 else mark[:, None])
     return np.clip(marked, -1.0, 1.0)
 
@@ -157,17 +178,22 @@ def _validated(samples: np.ndarray, sample_rate: int) -> np.ndarray:
     return x
 
 
-def _mark_signal(x: np.ndarray, bits: np.ndarray) -> np.ndarray:
+def _mark_signal(x: np.ndarray, bits: np.ndarray, step: float, power: float) -> np.ndarray:
     """The 8 kHz mark: cell gains found by quantising every symbol copy, refined over passes."""
     spectra = sp.stft(x)
     energy = sp.cell_energy(sp.band_power(spectra))
     # what a change of one cell costs: its own energy, plus a share of its slot's (masking)
     cost = energy + _COST_SLOT_SHARE * energy.mean(axis=1, keepdims=True) + 1e-12
+    # a cell's energy from white noise at _NOISE_DESIGN_DB under the whole signal: cells far
+    # under it are lost to such noise, so the change goes preferably into cells above it
+    noise_cell = _CELL_NOISE_GAIN * power * 10 ** (-_NOISE_DESIGN_DB / 10)
     log_gain = np.zeros_like(energy)
     marked_spectra, targets = spectra, {}
     for _ in range(_EMBED_PASSES):
-        feat, weight = sp.features(sp.cell_energy(sp.band_power(marked_spectra)))
-        log_gain += _gain_steps(feat, weight / cost, weight, bits, targets)
+        marked_energy = sp.cell_energy(sp.band_power(marked_spectra))
+        feat, weight = sp.features(marked_energy)
+        weight = weight * marked_energy / (marked_energy + noise_cell)
+        log_gain += _gain_steps(feat, weight / cost, weight, bits, targets, step)
         np.clip(log_gain, -_MAX_CELL_CHANGE, _MAX_CELL_CHANGE, out=log_gain)
         mark = sp.istft(sp.apply_cell_gains(spectra, log_gain) - spectra, len(x))
         marked_spectra = sp.stft(x + mark)
@@ -175,7 +201,7 @@ def _mark_signal(x: np.ndarray, bits: np.ndarray) -> np.ndarray:
 
 
 def _gain_steps(feat: np.ndarray, push: np.ndarray, weight: np.ndarray, bits: np.ndarray,
-                targets: dict[int, np.ndarray]) -> np.ndarray:
+                targets: dict[int, np.ndarray], step: float) -> np.ndarray:
     """Log-energy change per cell that moves each symbol's projection onto its bit's lattice.
 
     The lattice point is chosen on the first pass (``targets`` is filled then) and kept, so
@@ -184,11 +210,11 @@ def _gain_steps(feat: np.ndarray, push: np.ndarray, weight: np.ndarray, bits: np
     cheapest change (in mark energy) that moves the projection by the needed amount."""
     lay = _layout()
     steps = np.zeros_like(feat)
-    offset = (lay.dither + 0.5 * bits) * _STEP
+    offset = (lay.dither + 0.5 * bits) * step
     for start in range(0, len(feat), PERIOD_SLOTS):
         projection, inside = _projections(feat, start)
         if start not in targets:
-            targets[start] = np.round((projection - offset) / _STEP) * _STEP + offset
+            targets[start] = np.round((projection - offset) / step) * step + offset
         target = targets[start]
         ta, tb, band = (lay.slot_a + start)[inside], (lay.slot_b + start)[inside], lay.band[inside]
         pa, pb = push[ta, band], push[tb, band]
@@ -233,23 +259,28 @@ def extract(samples: np.ndarray, sample_rate: int) -> int | None:
 
 
 def _read_windows(x: np.ndarray) -> list[np.ndarray]:
-    """Windows of ``_READ_SLOTS`` slots tiling ``x``, the centre one first."""
+    """At most ``_MAX_WINDOWS`` windows of ``_READ_SLOTS`` slots spread over ``x``, the centre
+    one first: reading time stays bounded however long the recording."""
     size = _READ_SLOTS * sp.SLOT
     if len(x) <= size * 1.25:
         return [x]
-    starts = np.linspace(0, len(x) - size, int(np.ceil(len(x) / size))).astype(int)
+    count = min(_MAX_WINDOWS, int(np.ceil(len(x) / size)))
+    starts = np.linspace(0, len(x) - size, count).astype(int)
     centre = (len(x) - size) / 2
     return [x[s : s + size] for s in sorted(starts, key=lambda s: abs(s - centre))]
 
 
 def _read_window(x: np.ndarray) -> int | None:
-    """Read at the original speed, then at the speeds whose pilot peaks best."""
-    mark_id, _ = _read_cells(_cells(x))
-    if mark_id is not None:
-        return mark_id
+    """Read at the original speed (as is, then with the noise floor taken out), then at the
+    speeds whose pilot peaks best."""
+    power = _power(x)
+    for denoise in (False, True):
+        mark_id, _ = _read_cells(_cells(power, denoise))
+        if mark_id is not None:
+            return mark_id
     scored = []
     for speed in _SPEEDS:
-        cells = _cells(sp.resample(x, 1.0, speed))
+        cells = _cells(_power(sp.resample(x, 1.0, speed)))
         scored.append((_pilot_search(cells)[0], speed, cells))
     scored.sort(key=lambda item: -item[0])
     for z, _, cells in scored[:_SPEED_TRIALS]:
@@ -261,61 +292,75 @@ def _read_window(x: np.ndarray) -> int | None:
     return None
 
 
-def _cells(x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(features, weights) of the slot grid at each 8-ms offset."""
-    power = sp.band_power(sp.stft(x, sp.HOP // sp.READ_STEP))
+def _power(x: np.ndarray) -> np.ndarray:
+    return sp.band_power(sp.stft(x, sp.HOP // sp.READ_STEP))
+
+
+def _cells(power: np.ndarray, denoise: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(features, weights) of the slot grid at each 8-ms offset. With ``denoise``, each band's
+    noise floor (estimated from its quietest cells) is subtracted and cells are weighted by
+    their estimated share of signal: added broadband noise fills the pauses of speech."""
     cells = []
     for offset in range(sp.READ_STEP * sp.SLOT_FRAMES):
         energy = sp.cell_energy(power, sp.READ_STEP, offset)
+        share = 1.0
+        if denoise and len(energy):
+            noise = np.percentile(energy, _NOISE_PERCENTILE, axis=0) / _NOISE_PERCENTILE_RATIO
+            clean = np.maximum(energy - noise, 0.0)
+            share = clean / (clean + noise + 1e-30)
+            energy = clean
         feat, weight = sp.features(energy)
         # slots far quieter than the window's typical slot (pauses, fades) hold mostly noise
         level = energy.mean(axis=1, keepdims=True)
         typical = np.median(level) if len(level) else 0.0
-        cells.append((feat, weight * level / (level + _QUIET_SLOT * typical + 1e-12)))
+        cells.append((feat, share * weight * level / (level + _QUIET_SLOT * typical + 1e-12)))
     return cells
 
 
-def _soft_values(feat: np.ndarray, weight: np.ndarray, start: np.ndarray, symbols: slice) -> np.ndarray:
-    """Soft value (positive means bit 1) of each symbol for the copies at ``start``, weighted by
-    how much of the symbol's cells stand above the floor; 0 for copies cut by the window edge."""
+def _soft_values(feat: np.ndarray, weight: np.ndarray, start: np.ndarray, symbols: slice,
+                 steps: tuple[float, ...]) -> np.ndarray:
+    """Soft value (positive means bit 1) of each symbol for the copies at ``start``, for each
+    quantiser step (leading axis), weighted by how much of the symbol's cells stand above the
+    floor; 0 for copies cut by the window edge."""
     lay = _layout()
     projection, inside = _projections(feat, start, symbols)
-    phase = 2 * np.pi * (projection / _STEP - lay.dither[symbols])
     start = np.asarray(start)[..., None, None]
     ta = np.clip(lay.slot_a[symbols] + start, 0, len(feat) - 1)
     tb = np.clip(lay.slot_b[symbols] + start, 0, len(feat) - 1)
     band = lay.band[symbols]
-    reliability = 0.5 * (weight[ta, band] + weight[tb, band]).mean(axis=-1)
-    return -np.cos(phase) * reliability * inside
+    reliability = 0.5 * (weight[ta, band] + weight[tb, band]).mean(axis=-1) * inside
+    dither = lay.dither[symbols]
+    return np.stack([-np.cos(2 * np.pi * (projection / step - dither)) * reliability for step in steps])
 
 
-def _symbol_soft(cells: tuple[np.ndarray, np.ndarray], shifts: np.ndarray,
-                 symbols: slice) -> tuple[np.ndarray, np.ndarray]:
-    """Soft values summed over every copy for each period start in ``shifts`` (shifts, symbols),
-    and the sum of their squares per shift (the noise power of their sum)."""
+def _symbol_soft(cells: tuple[np.ndarray, np.ndarray], shifts: np.ndarray, symbols: slice,
+                 steps: tuple[float, ...] = _STEPS) -> tuple[np.ndarray, np.ndarray]:
+    """Soft values summed over every copy for each step and period start in ``shifts``
+    (steps, shifts, symbols), and the sum of their squares (steps, shifts): the noise power
+    of their sum."""
     feat, weight = cells
     copies = np.arange(-1, len(feat) // PERIOD_SLOTS + 1) * PERIOD_SLOTS
-    soft = _soft_values(feat, weight, shifts[:, None] + copies[None, :], symbols)
-    return soft.sum(axis=1), (soft * soft).sum(axis=(1, 2))
+    soft = _soft_values(feat, weight, shifts[:, None] + copies[None, :], symbols, steps)
+    return soft.sum(axis=2), (soft * soft).sum(axis=(2, 3))
 
 
-def _pilot_search(cells: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, int, int]:
-    """Best (pilot z-score, offset, shift) over every 8-ms offset and cyclic shift."""
+def _pilot_search(cells: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, int, int, float]:
+    """Best (pilot z-score, offset, shift, step) over every 8-ms offset, cyclic shift and step."""
     signs = 2.0 * _layout().pilot - 1.0
     shifts = np.arange(PERIOD_SLOTS)
-    best = (-np.inf, 0, 0)
+    best = (-np.inf, 0, 0, _STEPS[0])
     for offset, cell in enumerate(cells):
         soft, power = _symbol_soft(cell, shifts, slice(0, PILOT_SYMBOLS))
         # under no mark, the signed sum has about the variance of the sum of squares
         z = (soft @ signs) / np.sqrt(power + 1e-12)
-        shift = int(np.argmax(z))
-        best = max(best, (float(z[shift]), offset, shift))
+        k, shift = np.unravel_index(int(np.argmax(z)), z.shape)
+        best = max(best, (float(z[k, shift]), offset, int(shift), _STEPS[k]))
     return best
 
 
 def _read_cells(cells: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int | None, float]:
-    z, offset, shift = _pilot_search(cells)
+    z, offset, shift, step = _pilot_search(cells)
     if z < _MIN_PILOT_Z:
         return None, z
-    soft, _ = _symbol_soft(cells[offset], np.array([shift]), slice(PILOT_SYMBOLS, None))
-    return ecc.decode(soft[0], _MIN_CODEWORD_AGREEMENT)[0], z
+    soft, _ = _symbol_soft(cells[offset], np.array([shift]), slice(PILOT_SYMBOLS, None), (step,))
+    return ecc.decode(soft[0, 0], _MIN_CODEWORD_AGREEMENT)[0], z

@@ -99,12 +99,25 @@ def test_round_trip_at_each_rate_and_channel_count(rate: int, channels: int) -> 
     assert extract(marked, rate) == MARK
 
 
-def test_synthetic_speech_round_trip_keeps_35_db_snr() -> None:
+def add_noise(x: np.ndarray, snr: float, seed: int = 9) -> np.ndarray:
+    return x + np.random.default_rng(seed).standard_normal(x.shape) * np.sqrt(np.mean(x**2) / 10 ** (snr / 10))
+
+
+def test_synthetic_speech_round_trip_spends_its_35_db_budget() -> None:
     original = stereo(speech_like(24))
     marked = embed(original, RATE, MARK)
-    assert snr_db(original, marked) >= 35.0
+    # the strongest step that fits: at least 35 dB, but not a weak mark far under the budget
+    assert 35.0 <= snr_db(original, marked) <= 37.5
     assert extract(marked, RATE) == MARK
     assert extract(marked[7 * RATE : 17 * RATE], RATE) == MARK
+    assert extract(add_noise(marked, 30), RATE) == MARK
+
+
+def test_music_survives_white_noise_at_20_db_snr() -> None:
+    original = stereo(music_like(24))
+    marked = embed(original, RATE, MARK)
+    assert snr_db(original, marked) >= 35.0
+    assert extract(add_noise(marked, 20), RATE) == MARK
 
 
 def test_marked_speech_keeps_35_db_snr_and_its_shape(speech_24s) -> None:
@@ -149,8 +162,7 @@ def test_resampling_gain_and_clipping_are_survived(speech_24s) -> None:
 
 def test_white_noise_at_30_db_snr_is_survived(speech_24s) -> None:
     _, marked = speech_24s
-    noise = np.random.default_rng(9).standard_normal(marked.shape) * np.sqrt(np.mean(marked**2) / 1000)
-    assert extract(marked + noise, RATE) == MARK
+    assert extract(add_noise(marked, 30), RATE) == MARK
 
 
 @pytest.mark.parametrize("speed", [1.02, 0.98])
@@ -199,6 +211,9 @@ def test_unmarked_audio_never_yields_an_id() -> None:
         0.5 * np.sin(2 * np.pi * 1000 * t),
         0.5 * np.sin(2 * np.pi * 200 * 12 / np.log(40) * (40 ** (t / 12) - 1)),
     ]
+    # and unmarked audio after the attacks that make a reader try harder (noise floor, speed search)
+    unmarked += [add_noise(stereo(music_like(12)), 20), add_noise(speech_like(12, seed=22), 20),
+                 resample(speech_like(12, seed=23), 1 / 1.02)]
     for samples in unmarked:
         assert extract(samples, RATE) is None
 
