@@ -24,6 +24,10 @@ BUILTIN_CODEC_MODULES: tuple[str, ...] = (
     "media_codecs.audio.wav",
     "media_codecs.audio.flac",
     "media_codecs.audio.mp3",
+    "media_codecs.video.mp4",
+    "media_codecs.video.mov",
+    "media_codecs.video.mkv",
+    "media_codecs.video.webm",
     "media_codecs.text.html",
     "media_codecs.text.pdf",
     "media_codecs.text.plain",  # the fallback: any UTF-8 text nothing else claims

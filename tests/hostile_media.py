@@ -198,3 +198,122 @@ def wav_of_noise(total_bytes: int, *, channels: int = 2, rate: int = 44_100, bit
     else:
         payload = rng.integers(-3000, 3000, frames * channels, dtype=np.int16).tobytes()
     return _riff_wave(_wav_fmt(channels, rate, bits), b"data" + len(payload).to_bytes(4, "little") + payload)
+
+
+# --- video -----------------------------------------------------------------------------------------
+# Built from a real clip by patching the field under attack; boxes and elements are located with the
+# codec's own readers (the attack is in the values, not in how they are found).
+
+
+def _bmff_path(data: bytes, path: tuple[bytes, ...]):
+    from media_codecs.video import bmff
+
+    boxes, box = bmff.read_boxes(data, 0, len(data), top_level=True, limit=10_000), None
+    for kind in path:
+        if box is not None:
+            boxes = bmff.read_boxes(data, box.payload_start, box.end, top_level=False, limit=10_000)
+        box = bmff.find(boxes, kind)[0]
+    return box
+
+
+def _resized(data: bytes, box, payload: bytes) -> bytes:
+    """`data` with `box` (8-byte header) given a new payload; only for the last top-level box or its children's
+    parents that are last, as moov is in a non-faststart MP4."""
+    return data[: box.start] + (8 + len(payload)).to_bytes(4, "big") + data[box.start + 4 : box.start + 8] + payload
+
+
+def mp4_with_moov_payload(data: bytes, extra: bytes) -> bytes:
+    """A non-faststart MP4 (moov last) with `extra` bytes of boxes added at the end of moov."""
+    moov = _bmff_path(data, (b"moov",))
+    assert moov.end == len(data)
+    return _resized(data, moov, data[moov.payload_start : moov.end] + extra)
+
+
+def mp4_with_streams(data: bytes, count: int) -> bytes:
+    """An MP4 whose moov holds `count` copies of its first track."""
+    trak = _bmff_path(data, (b"moov", b"trak"))
+    return mp4_with_moov_payload(data, data[trak.start : trak.end] * (count - 1))
+
+
+def mp4_nested(data: bytes, depth: int) -> bytes:
+    """An MP4 whose moov also holds `depth` trak boxes nested in one another."""
+    nested = b""
+    for _ in range(depth):
+        nested = (8 + len(nested)).to_bytes(4, "big") + b"trak" + nested
+    return mp4_with_moov_payload(data, nested)
+
+
+def mp4_patched(data: bytes, path: tuple[bytes, ...], offset: int, value: bytes) -> bytes:
+    """`data` with `value` written at `offset` into the payload of the box at `path`."""
+    box = _bmff_path(data, path)
+    position = box.payload_start + offset
+    return data[:position] + value + data[position + len(value) :]
+
+
+def mp4_declaring_size(data: bytes, width: int, height: int) -> bytes:
+    """The first video sample entry declares width x height (the bitstream is unchanged)."""
+    return mp4_patched(data, (b"moov", b"trak", b"mdia", b"minf", b"stbl", b"stsd"), 8 + 32,
+                       width.to_bytes(2, "big") + height.to_bytes(2, "big"))
+
+
+def mp4_declaring_seconds(data: bytes, seconds: int) -> bytes:
+    """mvhd (version 0) declares `seconds` of duration."""
+    box = _bmff_path(data, (b"moov", b"mvhd"))
+    timescale = int.from_bytes(data[box.payload_start + 12 : box.payload_start + 16], "big")
+    return mp4_patched(data, (b"moov", b"mvhd"), 16, (seconds * timescale).to_bytes(4, "big"))
+
+
+def box(kind: bytes, payload: bytes = b"") -> bytes:
+    return (8 + len(payload)).to_bytes(4, "big") + kind + payload
+
+
+def _ebml_path(data: bytes, path: tuple[int, ...]):
+    from media_codecs.video import ebml
+
+    elements, element = ebml.read_elements(data, 0, len(data), 1_000), None
+    for element_id in path:
+        if element is not None:
+            elements = ebml.read_elements(data, element.data_start, element.end, 100_000)
+        element = next(e for e in elements if e.id == element_id)
+    return element
+
+
+SEGMENT, TRACKS, TRACK_ENTRY, VIDEO, PIXEL_WIDTH = 0x18538067, 0x1654AE6B, 0xAE, 0xE0, 0xB0
+INFO, DURATION = 0x1549A966, 0x4489
+
+
+def mkv_with_segment_size(data: bytes, size_field: bytes) -> bytes:
+    """A Matroska file whose Segment size field (8 bytes in FFmpeg's output) is replaced."""
+    segment = _ebml_path(data, (SEGMENT,))
+    assert segment.data_start - segment.start == 12
+    return data[: segment.start + 4] + size_field + data[segment.data_start :]
+
+
+def mkv_patched(data: bytes, path: tuple[int, ...], value: bytes) -> bytes:
+    """`data` with the value of the element at `path` replaced by one of the same length."""
+    element = _ebml_path(data, path)
+    assert element.end - element.data_start == len(value)
+    return data[: element.data_start] + value + data[element.end :]
+
+
+def mkv_declaring_width(data: bytes, width: int) -> bytes:
+    element = _ebml_path(data, (SEGMENT, TRACKS, TRACK_ENTRY, VIDEO, PIXEL_WIDTH))
+    return mkv_patched(data, (SEGMENT, TRACKS, TRACK_ENTRY, VIDEO, PIXEL_WIDTH),
+                       width.to_bytes(element.end - element.data_start, "big"))
+
+
+def mkv_declaring_seconds(data: bytes, seconds: float) -> bytes:
+    element = _ebml_path(data, (SEGMENT, INFO, DURATION))
+    layout = ">f" if element.end - element.data_start == 4 else ">d"
+    return mkv_patched(data, (SEGMENT, INFO, DURATION), struct.pack(layout, seconds * 1000))  # default ms ticks
+
+
+def mkv_with_tracks(data: bytes, count: int) -> bytes:
+    """A Matroska file whose Tracks holds `count` copies of its first TrackEntry (Segment size rewritten)."""
+    segment, tracks = _ebml_path(data, (SEGMENT,)), _ebml_path(data, (SEGMENT, TRACKS))
+    entry = _ebml_path(data, (SEGMENT, TRACKS, TRACK_ENTRY))
+    body = data[tracks.data_start : tracks.end] + data[entry.start : entry.end] * (count - 1)
+    new_tracks = data[tracks.start : tracks.start + 4] + (len(body) | 1 << 56).to_bytes(8, "big") + body
+    content = data[segment.data_start : tracks.start] + new_tracks + data[tracks.end : segment.end]
+    return (data[: segment.start + 4] + (len(content) | 1 << 56).to_bytes(8, "big") + content
+            + data[segment.end :])

@@ -11,7 +11,7 @@ from conftest import MARK_ID, OTHER_TOKEN, TOKEN, corruptions, encode, photo
 
 from media_codecs import CodecError, UnsupportedFormat, detect, get_codec, registered_codecs
 from media_codecs.base import SCORE_FALLBACK, SCORE_MAGIC, Media
-from tests import audio, text_samples
+from tests import audio, text_samples, video
 from tests.pdf_samples import text_pdf
 
 SAMPLES = {
@@ -24,6 +24,10 @@ SAMPLES = {
     "html": lambda: text_samples.HTML_PAGE.encode(),
     "txt": lambda: text_samples.english().encode(),
     "pdf": lambda: text_pdf(),
+    "mp4": lambda: video.sample("mp4", seconds=1.0),
+    "mov": lambda: video.sample("mov", seconds=1.0),
+    "mkv": lambda: video.sample("mkv", seconds=1.0),
+    "webm": lambda: video.sample("webm", seconds=1.0),
 }
 FORMATS = [codec.format for codec in registered_codecs()]
 

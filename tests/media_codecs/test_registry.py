@@ -51,7 +51,7 @@ def test_unknown_format_names_are_an_unsupported_format() -> None:
 
 def test_builtin_codecs_are_registered_in_order() -> None:
     assert [codec.format for codec in media_codecs.registered_codecs()] == [
-        "jpeg", "png", "webp", "wav", "flac", "mp3", "html", "pdf", "txt"]
+        "jpeg", "png", "webp", "wav", "flac", "mp3", "mp4", "mov", "mkv", "webm", "html", "pdf", "txt"]
 
 
 class _ToyCodec(Codec):
@@ -145,7 +145,9 @@ def test_capabilities_are_declared_not_inferred_from_names() -> None:
                 for codec in media_codecs.registered_codecs()}
     image = ("image", True, "image-phash", "xmp")
     audio = ("audio", True, None, "metadata")
+    video = ("video", False, "video-phash", "metadata")
     assert declared == {"jpeg": image, "png": image, "webp": image, "wav": audio, "flac": audio, "mp3": audio,
+                        "mp4": video, "mov": video, "mkv": video, "webm": video,
                         "html": ("text", True, None, "metadata"), "pdf": ("text", False, None, "xmp"),
                         "txt": ("text", True, None, "metadata")}
     toy = _PlainText()

@@ -1,0 +1,1 @@
+"""Video: MP4 and QuickTime (ISO BMFF boxes), Matroska and WebM (EBML); token and fingerprints."""

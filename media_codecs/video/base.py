@@ -1,0 +1,63 @@
+"""What MP4, QuickTime, Matroska and WebM share: the limits, the token rule and the fingerprints.
+
+A format module knows its container: how to read what the headers declare (`parse` returns a
+structure with an `info`, limits.VideoInfo), where the token travels and how to remove it. Decoding
+(frames.py) is only ever for the fingerprints, and only after `open` has checked the limits
+(limits.py). Video carries no watermark: re-encoding every frame to mark it would cost far more than
+a request may, so a record is found by its token or, when the token is gone, by its fingerprints.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from media_codecs.base import Codec, Media
+from media_codecs.video import frames
+from media_codecs.video.limits import VideoInfo, check_video
+
+
+def check_token(token: str) -> bytes:
+    """The token as the ASCII bytes every video container stores. Raises ValueError for a bad token."""
+    if not token or not token.isascii() or not token.isprintable():
+        raise ValueError("the token must be a non-empty string of printable ASCII characters")
+    return token.encode("ascii")
+
+
+class VideoCodec(Codec):
+    family = "video"
+    token_source = "metadata"  # a top-level MP4 box or a Matroska trailer: reported as "metadata"
+    can_watermark = False
+    fingerprint_kind = "video-phash"  # imagehash's 64-bit DCT pHash of decoded frames (frames.py)
+    demuxer: ClassVar[str]  # FFmpeg's demuxer for the format: no probing of the bytes by other demuxers
+
+    def open(self, data: bytes) -> Media:
+        """Parse once and refuse, before any decoding, a container outside the limits."""
+        media = super().open(data)
+        check_video(media.container.info)
+        return media
+
+    def info(self, content: bytes | Media) -> VideoInfo:
+        """What the headers declare. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        return self.media(content).container.info
+
+    def pixel_count(self, content: bytes | Media) -> int:
+        """The pixels of one frame of the largest video stream (what a fingerprint decodes at a time)."""
+        return max(track.width * track.height for track in self.info(content).video)
+
+    def fingerprint(self, content: bytes | Media) -> str | None:
+        """pHash of the first frame (the first I-frame), upright; the query side of verification.
+
+        Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
+        """
+        media = self.media(content)
+        return media.cached("fingerprint", lambda: frames.first_frame_phash(media.data, self.demuxer))
+
+    def fingerprints(self, content: bytes | Media) -> list[str]:
+        """The stored set: the first frame's pHash first, then frames at fixed offsets and keyframes
+        (frames.py), at most frames.MAX_FINGERPRINTS distinct 16-hex-digit values of `fingerprint_kind`.
+
+        Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
+        """
+        media = self.media(content)
+        values = media.cached("fingerprints", lambda: frames.fingerprint_set(media.data, self.demuxer))
+        return list(values)

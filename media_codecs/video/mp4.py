@@ -1,0 +1,115 @@
+"""MP4: the token in a top-level `cerv` box, appended after the last top-level box.
+
+Token rule: the `cerv` box is a FullBox (version 0, flags 0) whose payload is the token in ASCII. It
+goes after the last top-level box, so no byte before it moves and no `stco`/`co64` chunk offset
+changes; a faststart file (moov before mdat) stays faststart. Readers skip top-level boxes they do not
+know (ISO/IEC 14496-12, 4.2), as ffprobe and browsers do. `embed_token` removes every top-level
+`cerv` box first, then appends ours: re-signing replaces, never stacks. `strip_token` returns the
+top-level boxes other than `cerv`, each byte for byte, except that a last box declaring size 0 ("to
+the end of the file", which an appended box would otherwise join) gets its real size written in its
+size field; that rewrite is part of the bytes `content_hash` covers, so strip(embed(x)) == strip(x).
+A `cerv` box anywhere but at the end (behind another box) is removed by `strip_token` too, but
+`embed_token` refuses it (UnsupportedFormat) rather than move the boxes behind it.
+
+Detection: `ftyp` first, with a major brand of MP4_BRANDS (SCORE_MAGIC), or another major brand with
+an MP4 brand among the compatible ones (SCORE_WEAK); QuickTime's `qt  ` is mov.py's. Limits: bmff.py
+(structure) and limits.py (streams, size, duration).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media
+from media_codecs.errors import UnsupportedFormat
+from media_codecs.video import bmff
+from media_codecs.video.base import VideoCodec, check_token
+
+TOKEN_BOX = b"cerv"
+_FULL_BOX_HEADER = b"\x00\x00\x00\x00"  # version 0, flags 0
+MP4_BRANDS = frozenset({b"isom", b"iso2", b"iso3", b"iso4", b"iso5", b"iso6", b"iso7", b"iso8", b"iso9",
+                        b"mp41", b"mp42", b"mp71", b"avc1", b"M4V ", b"M4VH", b"M4VP", b"dash", b"MSNV",
+                        b"f4v ", b"XAVC"})
+QUICKTIME_BRAND = b"qt  "
+
+
+def ftyp_brands(head: bytes) -> tuple[bytes, set[bytes]] | None:
+    """The major brand and the compatible brands of an `ftyp` box at offset 0, or None."""
+    if head[4:8] != b"ftyp" or len(head) < 16:
+        return None
+    size = int.from_bytes(head[0:4], "big")
+    if size < 16 or size % 4:
+        return None
+    brands = head[16 : min(size, len(head))]
+    return head[8:12], {brands[i : i + 4] for i in range(0, len(brands) - 3, 4)}
+
+
+def token_box(token: str) -> bytes:
+    payload = _FULL_BOX_HEADER + check_token(token)
+    return (8 + len(payload)).to_bytes(4, "big") + TOKEN_BOX + payload
+
+
+class Mp4Codec(VideoCodec):
+    format = "mp4"
+    mime_type = "video/mp4"
+    demuxer = "mov"  # FFmpeg's demuxer for MP4, QuickTime, 3GP and their kin
+    quicktime: ClassVar[bool] = False
+
+    def score(self, head: bytes) -> int:
+        brands = ftyp_brands(head)
+        if brands is None:
+            return SCORE_NONE
+        major, compatible = brands
+        if (major == QUICKTIME_BRAND) != self.quicktime:
+            return SCORE_NONE
+        if self.quicktime or major in MP4_BRANDS:
+            return SCORE_MAGIC
+        return SCORE_WEAK if compatible & MP4_BRANDS else SCORE_NONE
+
+    def parse(self, data: bytes) -> bmff.Movie:
+        return bmff.parse_movie(data)
+
+    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+        """Append a `cerv` box carrying `token` after the last top-level box, replacing ours.
+
+        Raises UnsupportedFormat (a `cerv` box behind another box), CorruptMedia, MediaTooLarge;
+        ValueError for a bad token.
+        """
+        box = token_box(token)
+        movie = self.media(content).container
+        types = [top.type for top in movie.boxes]
+        while types and types[-1] == TOKEN_BOX:
+            types.pop()
+        if TOKEN_BOX in types:
+            raise UnsupportedFormat("the file has a cerv box before other boxes; it cannot be re-signed in place")
+        return self.strip_token(content) + box
+
+    def extract_token(self, content: bytes | Media) -> str | None:
+        """The token of the last top-level `cerv` box. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        media = self.media(content)
+        ours = bmff.find(list(media.container.boxes), TOKEN_BOX)
+        if not ours:
+            return None
+        payload = media.data[ours[-1].payload_start : ours[-1].end]
+        if not payload.startswith(_FULL_BOX_HEADER):
+            return None
+        return payload[len(_FULL_BOX_HEADER) :].decode("ascii", "replace") or None
+
+    def strip_token(self, content: bytes | Media) -> bytes:
+        """The top-level boxes without `cerv`, a size-0 last box given its real size (module docstring)."""
+        media = self.media(content)
+        view = memoryview(media.data)
+        parts: list[bytes | memoryview] = []
+        for box in media.container.boxes:
+            if box.type == TOKEN_BOX:
+                continue
+            if box.declared_to_end:
+                if box.end - box.start > 0xFFFFFFFF:
+                    raise UnsupportedFormat("a last box of size 0 is too large to be given its real 32-bit size")
+                parts += [(box.end - box.start).to_bytes(4, "big"), view[box.start + 4 : box.end]]
+            else:
+                parts.append(view[box.start : box.end])
+        return b"".join(parts)
+
+
+CODEC = Mp4Codec()

@@ -1,0 +1,93 @@
+"""POST /v1/sign and /v1/verify on MP4, QuickTime, Matroska and WebM: the token in the container, no
+watermark (confidence medium at best), tampering seen through the content hash. The fingerprint lookup
+is not exercised here: it needs the several-fingerprints schema."""
+
+import io
+
+import pytest
+
+from media_codecs import detect, get_codec
+from provenance.models import Record
+from tests import factories, video
+
+pytestmark = pytest.mark.django_db
+MIME_TYPES = {"mp4": "video/mp4", "mov": "video/quicktime", "mkv": "video/x-matroska", "webm": "video/webm"}
+
+
+@pytest.fixture
+def generator(org):
+    return factories.make_generator(org=org, formats=["image", "video"])
+
+
+def _sign(client, generator, content: bytes, **fields):
+    return client.post("/v1/sign", {"content": io.BytesIO(content), "model": "video-gen",
+                                    "generator_id": str(generator.pk), **fields}, format="multipart")
+
+
+def _verify(api_client, content: bytes) -> dict:
+    response = api_client.post("/v1/verify", {"content": io.BytesIO(content)}, format="multipart")
+    assert response.status_code == 200, response.content[:300]
+    return response.json()
+
+
+@pytest.mark.parametrize("fmt", MIME_TYPES)
+def test_signed_video_comes_back_in_its_container_and_verifies_from_its_token(api_client, key_client, org,
+                                                                              generator, fmt):
+    original = video.sample(fmt, seconds=1.0)
+    response = _sign(key_client(org), generator, original, format="video")
+    assert response.status_code == 201, response.content[:300]
+    assert response["Content-Type"] == MIME_TYPES[fmt] and response["X-Service-Format"] == "video"
+    codec = detect(response.content)
+    assert codec.format == fmt and response.content.startswith(original)
+    assert codec.extract_token(response.content) == response["X-Service-Token"]
+    record = Record.objects.get(pk=response["X-Service-Record-Id"])
+    assert (record.format, record.watermark_id, record.fingerprint_kind) == ("video", "none", "video-phash")
+    assert record.phash == codec.fingerprint(original)
+    result = _verify(api_client, response.content)
+    assert result == {"authentic": True, "tampered": False, "confidence": "medium", "token_source": "metadata",
+                      "signals": {"watermark_found": False, "record_found": True, "signature_valid": True},
+                      "provenance": {"org": org.name, "model": "video-gen",
+                                     "signed_at": result["provenance"]["signed_at"]},
+                      "record_id": response["X-Service-Record-Id"]}
+
+
+def test_a_changed_byte_of_mdat_with_the_token_kept_is_tampered(api_client, key_client, org, generator):
+    signed = _sign(key_client(org), generator, video.sample("mp4", seconds=1.0)).content
+    middle = signed.index(b"mdat") + 2_000
+    altered = signed[:middle] + bytes([signed[middle] ^ 0x01]) + signed[middle + 1 :]
+    assert get_codec("mp4").extract_token(altered) == get_codec("mp4").extract_token(signed)
+    result = _verify(api_client, altered)
+    assert (result["authentic"], result["tampered"], result["reason"]) == (False, True, "content_tampered")
+    assert (result["token_source"], result["confidence"]) == ("metadata", "low")
+
+
+def test_a_changed_byte_of_a_cluster_with_the_trailer_kept_is_tampered(api_client, key_client, org, generator):
+    signed = _sign(key_client(org), generator, video.sample("webm", seconds=1.0)).content
+    middle = len(signed) // 2
+    altered = signed[:middle] + bytes([signed[middle] ^ 0x01]) + signed[middle + 1 :]
+    result = _verify(api_client, altered)
+    assert (result["authentic"], result["tampered"], result["token_source"]) == (False, True, "metadata")
+
+
+def test_video_over_the_header_limits_is_refused_before_decoding(key_client, org, generator):
+    from tests import hostile_media
+
+    response = _sign(key_client(org), generator, hostile_media.mp4_declaring_seconds(video.sample("mp4"), 601))
+    assert (response.status_code, response.json()["error"]) == (413, "payload_too_large")
+
+
+def test_a_malformed_video_is_a_validation_error(key_client, org, generator):
+    sample = video.sample("mp4", seconds=1.0)
+    response = _sign(key_client(org), generator, sample + b"\xff\xff\xff\xffskip", format="video")
+    assert (response.status_code, response.json()["error"]) == (400, "validation_error")
+
+
+def test_an_audio_only_mp4_is_not_signed_as_video(key_client, org, generator):
+    response = _sign(key_client(org), generator, video.make_audio_only("mp4"), format="video")
+    assert (response.status_code, response.json()["error"]) == (400, "format_not_supported")
+
+
+def test_an_image_only_generator_does_not_sign_video(key_client, org):
+    image_only = factories.make_generator(org=org, name="images", formats=["image"])
+    response = _sign(key_client(org), image_only, video.sample("mp4", seconds=1.0))
+    assert (response.status_code, response.json()["error"]) == (400, "format_not_supported")
