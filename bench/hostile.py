@@ -54,7 +54,16 @@ def corpus() -> dict[str, tuple[str, Callable[[], bytes | list[bytes]]]]:
         "sign-wav-8bit-mono-50MB": ("sign", lambda: hm.wav_of_noise(50 * MB - 4096, channels=1, bits=8)),
         "verify-wav-16bit-stereo-50MB": ("verify", lambda: hm.wav_of_noise(50 * MB - 4096)),
         "sign-wav-16bit-stereo-50MB": ("sign", lambda: hm.wav_of_noise(50 * MB - 4096)),
+        # Video: bench/video.py's 50 MB, 1080p, 60 s H.264 MP4 (made once, about 3.5 minutes, then cached).
+        "sign-mp4-1080p-60s-50MB": ("sign", _big_video),
+        "verify-mp4-1080p-60s-50MB": ("verify", _big_video),
     }
+
+
+def _big_video() -> bytes:
+    from bench import video
+
+    return video.big_video(Path(tempfile.gettempdir()) / "bench-video-1080p.mp4")
 
 
 def run_case(name: str, workdir: Path, env: dict, timeout: float) -> dict:
@@ -118,7 +127,7 @@ def _signing_fields(client) -> dict:
     from tests import factories
 
     org = factories.make_org(plan="enterprise")
-    generator = factories.make_generator(org=org, formats=["image", "audio", "text"])
+    generator = factories.make_generator(org=org, formats=["image", "audio", "text", "video"])
     client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {factories.make_api_key(org=org)}"
     return {"model": "bench", "generator_id": str(generator.pk)}
 

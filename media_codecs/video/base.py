@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from media_codecs.base import Codec, Media
-from media_codecs.video import frames
 from media_codecs.video.limits import VideoInfo, check_video
 
 
@@ -50,6 +49,8 @@ class VideoCodec(Codec):
         Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
         """
         media = self.media(content)
+        from media_codecs.video import frames  # PyAV loads on first use: a worker that never decodes video
+
         return media.cached("fingerprint", lambda: frames.first_frame_phash(media.data, self.demuxer))
 
     def fingerprints(self, content: bytes | Media) -> list[str]:
@@ -59,5 +60,7 @@ class VideoCodec(Codec):
         Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
         """
         media = self.media(content)
+        from media_codecs.video import frames  # PyAV loads on first use: a worker that never decodes video
+
         values = media.cached("fingerprints", lambda: frames.fingerprint_set(media.data, self.demuxer))
         return list(values)

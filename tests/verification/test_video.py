@@ -1,6 +1,7 @@
 """POST /v1/sign and /v1/verify on MP4, QuickTime, Matroska and WebM: the token in the container, no
-watermark (confidence medium at best), tampering seen through the content hash. The fingerprint lookup
-is not exercised here: it needs the several-fingerprints schema."""
+watermark (confidence medium at best), tampering seen through the content hash, and copies without the
+token (a remux, a re-encode at half the bitrate, a downscale, the first seconds cut) found through the
+stored set of frame pHashes."""
 
 import io
 
@@ -91,3 +92,59 @@ def test_an_image_only_generator_does_not_sign_video(key_client, org):
     image_only = factories.make_generator(org=org, name="images", formats=["image"])
     response = _sign(key_client(org), image_only, video.sample("mp4", seconds=1.0))
     assert (response.status_code, response.json()["error"]) == (400, "format_not_supported")
+
+
+
+@pytest.fixture(scope="module")
+def clip():
+    """Six seconds of moving content with a keyframe every second: what a generator hands in."""
+    return video.make_video("mp4", size=(480, 272), seconds=6.0, keyint=25, bitrate=800_000)
+
+
+@pytest.mark.parametrize("copy", ["remux to mkv", "half the bitrate", "scaled down", "first 2 s cut"])
+def test_a_copy_without_the_token_is_found_through_the_frame_fingerprints(api_client, key_client, org, generator,
+                                                                          clip, copy):
+    signed = _sign(key_client(org), generator, clip)
+    assert signed.status_code == 201
+    record = Record.objects.get(pk=signed["X-Service-Record-Id"])
+    assert record.more_fingerprints.count() >= 4  # the first frame's pHash on the record, later frames beside it
+    made = {"remux to mkv": lambda: video.remux(signed.content, "mp4", "mkv"),
+            "half the bitrate": lambda: video.reencode(signed.content, "mp4", bitrate=400_000),
+            "scaled down": lambda: video.reencode(signed.content, "mp4", height=180),
+            "first 2 s cut": lambda: video.reencode(signed.content, "mp4", start=2.0)}[copy]()
+    assert get_codec(detect(made).format).extract_token(made) is None
+    result = _verify(api_client, made)
+    assert (result["token_source"], result["record_id"]) == ("phash", str(record.pk))
+    assert result["signals"]["record_found"] and result["confidence"] in ("medium", "low")
+    assert result["tampered"] is True  # other bytes than were signed: found, never called authentic
+
+
+def test_an_unrelated_video_finds_nothing(api_client, key_client, org, generator, clip):
+    assert _sign(key_client(org), generator, clip).status_code == 201
+    other = video.make_video("mp4", size=(480, 272), seconds=2.0, picture=_checkerboard)
+    result = _verify(api_client, other)
+    assert (result["token_source"], result["reason"]) == ("none", "no_provenance_found")
+
+
+def _checkerboard(index: int, width: int, height: int):
+    import numpy as np
+
+    yy, xx = np.mgrid[0:height, 0:width]
+    cells = ((xx + index) // 40 + yy // 40) % 2
+    return np.stack([cells * 230, 255 - cells * 200, np.full_like(cells, 90)], axis=-1).astype(np.uint8)
+
+
+def test_a_signed_video_record_verifies_with_dilithium_py_from_public_endpoints(api_client, key_client, org,
+                                                                              generator, clip):
+    import base64
+    import json
+
+    from dilithium_py.ml_dsa import ML_DSA_65
+
+    record_id = _sign(key_client(org), generator, clip)["X-Service-Record-Id"]
+    record = api_client.get(f"/v1/records/{record_id}").json()
+    assert (record["format"], record["watermark_id"]) == ("video", "none") and len(record["phash"]) == 16
+    keys = api_client.get(f"/v1/keys/{record['generator_id']}").json()["public_keys"]
+    public_key = base64.b64decode(next(k["key"] for k in keys if k["kid"] == record["kid"]))
+    message = json.dumps(record["signed_payload"], sort_keys=True, separators=(",", ":")).encode()
+    assert ML_DSA_65.verify(public_key, message, base64.b64decode(record["signature"]))
