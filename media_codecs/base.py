@@ -129,6 +129,11 @@ class Codec(ABC):
         """
         return self.can_watermark
 
+    def hashed_parts(self, content: bytes | Media) -> list[bytes | memoryview]:
+        """What `content_hash` covers, as pieces hashed in order: `strip_token`'s bytes, or views into the
+        file where a format can spare building that copy (a video's 50 MB)."""
+        return [self.strip_token(content)]
+
     def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
         """Return the content re-encoded in the same format with `mark_id` in it (when `can_watermark`)."""
         raise UnsupportedFormat(f"{self.format} content carries no watermark")

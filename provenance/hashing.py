@@ -20,6 +20,14 @@ def content_hash_of(data: bytes) -> str:
     return CONTENT_HASH_PREFIX + hashlib.sha3_256(data).hexdigest()
 
 
+def content_hash_of_parts(parts: list[bytes | memoryview]) -> str:
+    """`content_hash_of` the parts joined, without joining them."""
+    digest = hashlib.sha3_256()
+    for part in parts:
+        digest.update(part)
+    return CONTENT_HASH_PREFIX + digest.hexdigest()
+
+
 def is_content_hash(value: object) -> bool:
     """Return True iff ``value`` is a str in the exact ``sha3-256:<64 lowercase hex>`` form."""
     return isinstance(value, str) and CONTENT_HASH_RE.fullmatch(value) is not None

@@ -13,7 +13,7 @@ from generators.selectors import generator_for_signing
 from generators.services import generator_signing_seed
 from media_codecs import Codec, CodecError, CorruptMedia, Media, MediaTooLarge, detect
 from provenance import crypto
-from provenance.hashing import content_hash_of
+from provenance.hashing import content_hash_of_parts
 from provenance.models import Record
 from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_token
@@ -55,7 +55,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
             watermark_id = f"{mark_id:016x}"
             media = codec.open(codec.embed_watermark(media, mark_id))  # the input's pixels go here
         signed = codec.open(codec.embed_token(media, token))
-        content_hash = content_hash_of(codec.strip_token(signed))
+        content_hash = content_hash_of_parts(codec.hashed_parts(signed))
         fingerprints = codec.fingerprints(signed)
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)

@@ -14,7 +14,7 @@ from audit.services import audit_write_many
 from config.errors import PayloadTooLarge
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
 from provenance import crypto
-from provenance.hashing import content_hash_of
+from provenance.hashing import content_hash_of, content_hash_of_parts
 from provenance.models import Record
 from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_id_from_token
@@ -165,7 +165,7 @@ def _check_record(result: Verification, media: Media | None, data: bytes) -> Non
 
 def _content_hash(media: Media | None, data: bytes) -> str:
     try:
-        return content_hash_of(media.codec.strip_token(media) if media else data)
+        return content_hash_of_parts(media.codec.hashed_parts(media)) if media else content_hash_of(data)
     except CodecError:
         return content_hash_of(data)
 

@@ -85,11 +85,15 @@ class MatroskaCodec(VideoCodec):
 
     def strip_token(self, content: bytes | Media) -> bytes:
         """The top-level elements without our trailers, byte for byte."""
+        return b"".join(self.hashed_parts(content))
+
+    def hashed_parts(self, content: bytes | Media) -> list[bytes | memoryview]:
+        """`strip_token`'s bytes as views into the file."""
         media = self.media(content)
         ours = {element.start for element in self._ours(media)}
         view = memoryview(media.data)
-        return b"".join(view[element.start : element.end] for element in media.container.elements
-                        if element.start not in ours)
+        return [view[element.start : element.end] for element in media.container.elements
+                if element.start not in ours]
 
 
 CODEC = MatroskaCodec()

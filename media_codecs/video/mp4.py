@@ -97,6 +97,10 @@ class Mp4Codec(VideoCodec):
 
     def strip_token(self, content: bytes | Media) -> bytes:
         """The top-level boxes without `cerv`, a size-0 last box given its real size (module docstring)."""
+        return b"".join(self.hashed_parts(content))
+
+    def hashed_parts(self, content: bytes | Media) -> list[bytes | memoryview]:
+        """`strip_token`'s bytes as views into the file (and a rewritten size)."""
         media = self.media(content)
         view = memoryview(media.data)
         parts: list[bytes | memoryview] = []
@@ -109,7 +113,7 @@ class Mp4Codec(VideoCodec):
                 parts += [(box.end - box.start).to_bytes(4, "big"), view[box.start + 4 : box.end]]
             else:
                 parts.append(view[box.start : box.end])
-        return b"".join(parts)
+        return parts
 
 
 CODEC = Mp4Codec()

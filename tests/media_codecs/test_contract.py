@@ -85,3 +85,9 @@ def test_bad_bytes_raise_only_codec_errors(case) -> None:
         for call in (codec.open, codec.extract_token, codec.strip_token, lambda data: codec.embed_token(data, TOKEN)):
             with contextlib.suppress(CodecError):  # any other exception fails the test
                 call(corrupted)
+
+
+def test_the_hashed_parts_are_the_stripped_bytes(case) -> None:
+    codec, sample = case
+    signed = codec.open(codec.embed_token(sample, TOKEN)) if codec.carries_token else codec.open(sample)
+    assert b"".join(bytes(part) for part in codec.hashed_parts(signed)) == codec.strip_token(signed)
