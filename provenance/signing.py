@@ -55,6 +55,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
             watermark_id = f"{mark_id:016x}"
             media = codec.open(codec.embed_watermark(media, mark_id))  # the input's pixels go here
         signed = codec.open(codec.embed_token(media, token))
+        del media  # a marked copy of a 50 MB file is not kept beside the signed one and its stripped copy
         content_hash = content_hash_of_parts(codec.hashed_parts(signed))
         fingerprints = codec.fingerprints(signed)
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,

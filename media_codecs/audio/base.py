@@ -3,8 +3,10 @@
 A format module knows its container: where the token travels, what the header declares
 (`stream_info`, read without decoding), how to decode the audio (`decode`) and how to put new
 samples back among the file's metadata (`reencode`). The watermark (`watermark.py`) works on
-`samples` (decoded once per file) and hands its result to `reencode`; audio shorter than its
-minimum (`watermark.MIN_EMBED_SECONDS`) is signed with the token alone.
+the samples as a stream of blocks (`decode_blocks`, read twice: once to plan the mark from the
+8 kHz channel mix, once to add it) and hands the marked blocks to `encode_blocks`, so marking
+never holds the decoded audio; audio shorter than its minimum (`watermark.MIN_EMBED_SECONDS`) is
+signed with the token alone. `samples` decodes the whole file once per Media, for reading.
 
 Limits, checked from the header when a file is opened, before anything is decoded (spec:
 at most 20 minutes; 8 channels; 8 to 192 kHz). A rate above 192 kHz, more channels or a longer
@@ -15,6 +17,7 @@ no samples is CorruptMedia. Decoding is bounded separately by MAX_DECODED_SAMPLE
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,10 +33,15 @@ MAX_SAMPLE_RATE = 192_000
 # Samples (frames x channels) one decode may produce: 20 minutes of 48 kHz stereo, 922 MB as float64.
 # Longer combinations the header limits allow (20 minutes of 96 kHz 5.1) can be token-signed, never decoded.
 MAX_DECODED_SAMPLES = MAX_SECONDS * 48_000 * 2
-# Marking holds the decoded samples and several full-length working copies (measured about 48 bytes a
-# sample at peak): past this many samples (frames x channels: 68 s of 44.1 kHz stereo, 2.3 minutes
-# mono) a signing worker would pass 500 MB, so longer audio is signed with its token alone.
-MAX_MARKED_SAMPLES = 6_000_000
+# Marking streams the audio in blocks of BLOCK_FRAMES frames and keeps only the 8 kHz channel mix, the mark
+# (float32) and per-cell arrays: about 7 MB a minute whatever the rate and channel count, on top of the
+# file's own copies in the request (four of them in bench/hostile.py). Past this many samples (frames x
+# channels: 6.8 minutes of 44.1 kHz stereo, 13.6 minutes mono) audio is signed with its token alone. Measured
+# with bench/hostile.py: a 6-minute FLAC (39 MB) marked at a 425 MB peak, a 50 MB 16-bit stereo WAV (26
+# million samples) at 470 MB; a 47 MB FLAC of 7.7 minutes took 486 MB and a 50 MB WAV of 19.8 minutes of
+# 8-bit mono 510 MB, too close to or over the 500 MB a worker may use (docs/decisions.md).
+MAX_MARKED_SAMPLES = 36_000_000
+BLOCK_FRAMES = 1 << 16
 # Verification reads the mark from at most this much audio, from the middle: the mark repeats every
 # few seconds, and a long file must cost a public request neither minutes nor a gigabyte.
 READ_SECONDS = 30
@@ -104,11 +112,26 @@ class AudioCodec(Codec):
         """Decode every sample: float64 (frames, channels) in [-1, 1]. Raises CorruptMedia."""
 
     @abstractmethod
+    def decode_blocks(self, media: Media) -> Iterator[np.ndarray]:
+        """The samples `decode` returns, as float64 (frames, channels) blocks of at most BLOCK_FRAMES
+        frames, in order, decoded as they are asked for. Raises CorruptMedia, MediaTooLarge."""
+
+    @abstractmethod
+    def encode_blocks(self, media: Media, blocks: Iterable[np.ndarray]) -> bytes:
+        """The same format and layout carrying the samples of `blocks` (float (frames, channels) in
+        [-1, 1], encoded as they come), every piece of metadata (and token) kept.
+
+        Raises UnsupportedFormat for a layout the encoder cannot write.
+        """
+
     def reencode(self, media: Media, samples: np.ndarray) -> bytes:
         """The same format and layout carrying `samples`, every piece of metadata (and token) kept.
 
         Raises UnsupportedFormat for a layout the encoder cannot write, ValueError for bad samples.
         """
+        samples = check_samples(samples, self.stream_info(media.container).channels)
+        return self.encode_blocks(media, (samples[start : start + BLOCK_FRAMES]
+                                          for start in range(0, len(samples), BLOCK_FRAMES)))
 
     def open(self, data: bytes) -> Media:
         """Parse once and refuse, before any decoding, a stream outside the limits."""
@@ -123,19 +146,22 @@ class AudioCodec(Codec):
                 and info.frames * info.channels <= MAX_MARKED_SAMPLES)
 
     def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
-        """Decode once, mark the samples, re-encode among the file's metadata.
+        """Plan the mark from one pass over the decoded blocks, then decode again, add the mark and
+        re-encode block by block among the file's metadata: memory stays bounded however long the audio.
 
         Raises UnsupportedFormat for audio too short to carry the mark (see `watermark_possible`)
         or a layout the encoder cannot write, CorruptMedia, MediaTooLarge.
         """
         media = self.media(content)
-        samples, rate = self.samples(media)
+        info = self.stream_info(media.container)
+        if info.frames * info.channels > MAX_DECODED_SAMPLES:
+            raise MediaTooLarge(f"{info.frames * info.channels:,} samples is over the decoding limit of "
+                                f"{MAX_DECODED_SAMPLES:,}")
         try:
-            marked = watermark.embed(samples, rate, mark_id)
+            mark = watermark.plan(self.decode_blocks(media), info.sample_rate, mark_id)
         except watermark.WatermarkError as error:
             raise UnsupportedFormat(f"this audio cannot carry the watermark: {error}") from None
-        media.forget("samples")  # the marked copy is all that is needed from here
-        return self.reencode(media, marked)
+        return self.encode_blocks(media, mark.add_to(self.decode_blocks(media)))
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         """The mark id read from at most READ_SECONDS from the middle (decoded once per file), or None."""

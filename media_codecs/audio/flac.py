@@ -19,12 +19,13 @@ FLAC spec) is not supported. The decoder gets a rebuilt file, STREAMINFO and the
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from media_codecs.audio import pcm
-from media_codecs.audio.base import TOKEN_DESCRIPTION, AudioCodec, StreamInfo, check_samples, check_token
+from media_codecs.audio.base import BLOCK_FRAMES, TOKEN_DESCRIPTION, AudioCodec, StreamInfo, check_token
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
@@ -256,15 +257,30 @@ class FlacCodec(AudioCodec):
             raise CorruptMedia("the FLAC audio does not decode")
         return samples
 
-    def reencode(self, media: Media, samples: np.ndarray) -> bytes:
+    def decode_blocks(self, media: Media) -> Iterator[np.ndarray]:
+        """libsndfile decodes BLOCK_FRAMES frames at a time. Raises CorruptMedia."""
+        import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
+
+        flac, decoded = media.container, 0
+        try:
+            with soundfile.SoundFile(io.BytesIO(_decoder_input(media))) as decoder:
+                while decoded < flac.info.frames and len(block := decoder.read(
+                        min(BLOCK_FRAMES, flac.info.frames - decoded), dtype="float64", always_2d=True)):
+                    decoded += len(block)
+                    yield block
+        except (soundfile.SoundFileError, RuntimeError) as error:
+            raise CorruptMedia(f"the FLAC audio does not decode: {error}") from None
+        if decoded != flac.info.frames:
+            raise CorruptMedia("the FLAC audio is shorter than its STREAMINFO declares")
+
+    def encode_blocks(self, media: Media, blocks: Iterable[np.ndarray]) -> bytes:
         """Lossless at the same rate, channels and bit depth, with the original metadata blocks.
 
         STREAMINFO (and SEEKTABLE, whose offsets no longer hold) come from the new encoding.
         Raises UnsupportedFormat for a bit depth libsndfile cannot write (only 8, 16, 24).
         """
         flac = media.container
-        samples = check_samples(samples, flac.info.channels)
-        encoded = parse_flac(_encode(samples, flac.info))
+        encoded = parse_flac(_encode(blocks, flac.info))
         new_seektable = [block for block in encoded.blocks if block.type == SEEKTABLE]
         blocks: list[Block] = []
         for block in flac.blocks:
@@ -275,21 +291,22 @@ class FlacCodec(AudioCodec):
         return assemble(blocks, encoded.frames)
 
 
-def _encode(samples: np.ndarray, info: StreamInfo) -> bytes:
+def _encode(blocks: Iterable[np.ndarray], info: StreamInfo) -> bytes:
     import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
 
     subtype = _ENCODER_SUBTYPES.get(info.bits_per_sample)
     if subtype is None:
         raise UnsupportedFormat(f"{info.bits_per_sample}-bit FLAC cannot be re-encoded; only 8, 16 or 24 bits")
-    # Integers, left-aligned in int32 as libsndfile expects: no float scaling convention in between.
-    values = (pcm.to_int(samples, info.bits_per_sample) << (32 - info.bits_per_sample)).astype(np.int32)
     buffer = io.BytesIO()
     try:
-        soundfile.write(buffer, values, info.sample_rate, format="FLAC", subtype=subtype)
+        with soundfile.SoundFile(buffer, "w", info.sample_rate, info.channels, subtype, format="FLAC") as encoder:
+            for samples in blocks:
+                # Integers, left-aligned in int32 as libsndfile expects: no float scaling convention in between.
+                encoder.write((pcm.to_int(samples, info.bits_per_sample) << (32 - info.bits_per_sample))
+                              .astype(np.int32))
     except (soundfile.SoundFileError, RuntimeError) as error:
         raise UnsupportedFormat(f"the FLAC encoder refused the audio: {error}") from None
     return buffer.getvalue()
-
 
 
 def _decoder_input(media: Media) -> bytes:

@@ -18,18 +18,20 @@ Decoding (libsndfile's mpg123) gets the audio frames alone, and stops past the d
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from media_codecs.audio import id3, mpeg
 from media_codecs.audio.base import (
+    BLOCK_FRAMES,
     MAX_DECODED_SAMPLES,
     MAX_SECONDS,
     TOKEN_DESCRIPTION,
     AudioCodec,
     StreamInfo,
-    check_samples,
     check_token,
 )
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
@@ -146,9 +148,8 @@ class Mp3Codec(AudioCodec):
         """Decode the frames alone with libsndfile (mpg123). Raises CorruptMedia, MediaTooLarge."""
         import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
 
-        mp3 = media.container
-        first = mp3.stream.first
-        frames_allowed = min(MAX_DECODED_SAMPLES // first.channels, MAX_SECONDS * first.sample_rate + first.samples)
+        first = media.container.stream.first
+        frames_allowed = _frames_allowed(first)
         decoder_input = _decoder_input(media)
         try:
             samples, _ = soundfile.read(io.BytesIO(decoder_input), frames=frames_allowed + 1, dtype="float64",
@@ -174,20 +175,46 @@ class Mp3Codec(AudioCodec):
             raise CorruptMedia("the MP3 audio does not decode")
         return samples
 
-    def reencode(self, media: Media, samples: np.ndarray) -> bytes:
+    def decode_blocks(self, media: Media) -> Iterator[np.ndarray]:
+        """libsndfile (mpg123) decodes BLOCK_FRAMES frames at a time. Raises CorruptMedia, MediaTooLarge."""
+        import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
+
+        first = media.container.stream.first
+        frames_allowed, decoded = _frames_allowed(first), 0
+        try:
+            with soundfile.SoundFile(io.BytesIO(_decoder_input(media))) as decoder:
+                if decoder.channels != first.channels:
+                    raise CorruptMedia("the MP3 audio does not decode")
+                # read() until it comes back empty, not blocks(): that trusts the header's length, which
+                # for MP3 counts the encoder delay and padding mpg123 removes
+                while len(block := decoder.read(BLOCK_FRAMES, dtype="float64", always_2d=True)):
+                    decoded += len(block)
+                    if decoded > frames_allowed:
+                        raise MediaTooLarge("the MP3 holds more audio than the limits allow")
+                    yield block
+        except (soundfile.SoundFileError, RuntimeError) as error:
+            raise CorruptMedia(f"the MP3 audio does not decode: {error}") from None
+        if decoded == 0:
+            raise CorruptMedia("the MP3 audio does not decode")
+
+    def encode_blocks(self, media: Media, blocks: Iterable[np.ndarray]) -> bytes:
         """MP3 at the input's rate, channel mode and bitrate (CBR; ABR at the average for VBR input),
         with the ID3 tags and anything else around the audio put back.
 
-        Raises UnsupportedFormat when the encoder refuses, ValueError for bad samples.
+        Raises UnsupportedFormat when the encoder refuses.
         """
         mp3 = media.container
         first = mp3.stream.first
-        samples = check_samples(samples, first.channels)
         is_vbr = mp3.stream.is_vbr
         bitrate = _average_bitrate(mp3) if is_vbr else first.bitrate
-        encoded = _set_info_mode(_encode(samples, first, bitrate, is_vbr=is_vbr), first.mode)
+        encoded = _set_info_mode(_encode(blocks, first, bitrate, is_vbr=is_vbr), first.mode)
         trailer = mp3.audio[len(mp3.audio) - mp3.trailer :]
         return b"".join([mp3.tag_raw, mp3.audio[: mp3.stream_start], encoded, trailer])
+
+
+def _frames_allowed(first: mpeg.FrameHeader) -> int:
+    """The most frames a decode may give: the decoding limit, or 20 minutes and one MPEG frame."""
+    return min(MAX_DECODED_SAMPLES // first.channels, MAX_SECONDS * first.sample_rate + first.samples)
 
 
 def _average_bitrate(mp3: Mp3File) -> int:
@@ -195,11 +222,13 @@ def _average_bitrate(mp3: Mp3File) -> int:
     return max(8_000, audio_bytes * 8 * mp3.stream.first.sample_rate // max(1, mp3.stream.frames))
 
 
-def _encode(samples: np.ndarray, first: mpeg.FrameHeader, bitrate: int, *, is_vbr: bool) -> bytes:
-    """LAME through PyAV's MP3 muxer, which writes the Xing/LAME info frame (gapless playback)."""
+def _encode(blocks: Iterable[np.ndarray], first: mpeg.FrameHeader, bitrate: int, *, is_vbr: bool) -> bytes:
+    """LAME through PyAV's MP3 muxer, which writes the Xing/LAME info frame (gapless playback); the
+    blocks go to the encoder one frame each, as they come."""
     import av  # loaded on first use: a worker that never decodes audio does not carry it
 
     layout = "mono" if first.channels == 1 else "stereo"
+    time_base = Fraction(1, first.sample_rate)
     buffer = io.BytesIO()
     try:
         with av.open(buffer, "w", format="mp3", options={"id3v2_version": "0", "write_id3v1": "0"}) as output:
@@ -207,11 +236,14 @@ def _encode(samples: np.ndarray, first: mpeg.FrameHeader, bitrate: int, *, is_vb
             stream.bit_rate = bitrate
             stream.codec_context.options = {"joint_stereo": "1" if first.mode == mpeg.JOINT_STEREO else "0",
                                             "abr": "1" if is_vbr else "0"}
-            frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(samples.T, dtype=np.float32), format="fltp",
-                                               layout=layout)
-            frame.sample_rate = first.sample_rate
-            for packet in (*stream.encode(frame), *stream.encode(None)):
-                output.mux(packet)
+            position = 0
+            for samples in blocks:
+                frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(samples.T, dtype=np.float32),
+                                                   format="fltp", layout=layout)
+                frame.sample_rate, frame.pts, frame.time_base = first.sample_rate, position, time_base
+                position += len(samples)
+                output.mux(stream.encode(frame))
+            output.mux(stream.encode(None))
     except (av.FFmpegError, ValueError) as error:
         raise UnsupportedFormat(f"the MP3 encoder refused the audio: {error}") from None
     return buffer.getvalue()

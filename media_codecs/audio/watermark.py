@@ -36,6 +36,7 @@ than one period of audio.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -149,22 +150,103 @@ def embed(samples: np.ndarray, sample_rate: int, mark_id: int) -> np.ndarray:
     Raises AudioTooShort under ``MIN_EMBED_SECONDS``, WatermarkError for a bad shape, rate or id.
     """
     x = _validated(samples, sample_rate)
+    frames = x if x.ndim == 2 else x[:, None]
+    mark = plan(_array_blocks(frames), sample_rate, mark_id)
+    marked = np.concatenate(list(mark.add_to(np.array(block) for block in _array_blocks(frames))))
+    return marked if x.ndim == 2 else marked[:, 0]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One recording's mark at the analysis rate, scaled to the SNR budget, ready to add at full rate."""
+
+    signal: np.ndarray  # at sp.RATE (float32: 4 bytes a sample, whatever the recording's rate)
+    sample_rate: int
+    frames: int
+
+    def add_to(self, blocks: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """Each (frames, channels) float block of the recording, in order, with the mark added to every
+        channel and clipped to [-1, 1] in place."""
+        tape = _Tape(sp.resample_blocks(_array_blocks(self.signal), sp.RATE, self.sample_rate))
+        for block in blocks:
+            block += tape.take(len(block))[:, None]
+            yield np.clip(block, -1.0, 1.0, out=block)
+
+
+def plan(blocks: Iterable[np.ndarray], sample_rate: int, mark_id: int) -> Mark:
+    """The mark for the recording read as (frames, channels) float ``blocks`` in [-1, 1], in order.
+
+    Only the 8 kHz channel mix is kept, never the full-rate samples: one pass over the blocks.
+    Raises AudioTooShort under ``MIN_EMBED_SECONDS``, WatermarkError for a bad shape, rate or id.
+    """
+    if not MIN_RATE <= sample_rate <= MAX_RATE:
+        raise WatermarkError(f"sample rate {sample_rate} outside {MIN_RATE}..{MAX_RATE} Hz")
     if not 0 <= mark_id < 1 << MARK_BITS:
         raise WatermarkError("mark_id must be an unsigned 64-bit integer")
-    if len(x) < MIN_EMBED_SECONDS * sample_rate:
-        raise AudioTooShort(f"need at least {MIN_EMBED_SECONDS} s of audio, got {len(x) / sample_rate:.2f} s")
-    mono = sp.mono_mix(x)
-    analysis = sp.resample(mono, sample_rate, sp.RATE)
+    summary = _Summary()
+    analysis = np.concatenate([np.zeros(0, dtype=np.float32), *(
+        piece.astype(np.float32) for piece in sp.resample_blocks(map(summary.add, blocks), sample_rate, sp.RATE))])
+    if summary.frames < MIN_EMBED_SECONDS * sample_rate:
+        raise AudioTooShort(f"need at least {MIN_EMBED_SECONDS} s of audio, got {summary.frames / sample_rate:.2f} s")
     bits = np.concatenate([_layout().pilot, ecc.conv_encode(ecc.payload_bits(mark_id))])
+    power = summary.energy / (summary.frames * summary.channels)
     for step in _STEPS:
-        mark = sp.resample(_mark_signal(analysis, bits, step, float(np.mean(x * x))), sp.RATE, sample_rate)
-        mark = np.pad(mark[: len(x)], (0, max(0, len(x) - len(mark))))
-        limit = _snr_limit(x, mark)
+        signal = None  # the previous step's mark is not kept beside the next one
+        signal = _mark_signal(analysis, bits, step, power)
+        limit = _snr_limit(summary, _full_rate_energy(signal, sample_rate, summary.frames))
         if limit >= 1.0:
             break
-    mark *= limit
-    marked = x + (mark if x.ndim == 1 else mark[:, None])
-    return np.clip(marked, -1.0, 1.0)
+    signal *= np.float32(limit)
+    return Mark(signal, sample_rate, summary.frames)
+
+
+class _Summary:
+    """What the embedder needs from the full-rate samples as they stream past: their energy, their
+    length, and the channel mix (returned for each block, checked)."""
+
+    def __init__(self) -> None:
+        self.frames, self.channels, self.energy = 0, 0, 0.0
+
+    def add(self, block: np.ndarray) -> np.ndarray:
+        if block.ndim != 2 or not 1 <= block.shape[1] <= MAX_CHANNELS or block.shape[1] != (
+                self.channels or block.shape[1]):
+            raise WatermarkError(f"samples must be (n, 1..{MAX_CHANNELS}) blocks of one layout, got {block.shape}")
+        if not np.all(np.isfinite(block)):
+            raise WatermarkError("samples must be finite")
+        self.frames, self.channels = self.frames + len(block), block.shape[1]
+        self.energy += float(np.sum(np.square(block, dtype=np.float64)))
+        return sp.mono_mix(block)
+
+
+class _Tape:
+    """Pieces of a stream handed out in the sizes asked for; zeros once it runs out."""
+
+    def __init__(self, pieces: Iterator[np.ndarray]) -> None:
+        self._pieces, self._left = pieces, np.zeros(0)
+
+    def take(self, count: int) -> np.ndarray:
+        parts, have = [self._left], len(self._left)
+        while have < count:
+            piece = next(self._pieces, None)
+            if piece is None:
+                parts.append(np.zeros(count - have))
+                break
+            parts.append(piece)
+            have += len(piece)
+        joined = np.concatenate(parts)
+        self._left = joined[count:]
+        return joined[:count]
+
+
+def _array_blocks(x: np.ndarray, size: int = 1 << 16) -> Iterator[np.ndarray]:
+    return (x[start : start + size] for start in range(0, len(x), size))
+
+
+def _full_rate_energy(signal: np.ndarray, sample_rate: int, frames: int) -> float:
+    """Energy of the mark at the recording's rate over its ``frames`` (one channel), computed in blocks."""
+    tape = _Tape(sp.resample_blocks(_array_blocks(signal), sp.RATE, sample_rate))
+    return sum(float(np.sum(np.square(tape.take(min(1 << 16, frames - at)))))
+               for at in range(0, frames, 1 << 16))
 
 
 def _validated(samples: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -179,24 +261,26 @@ def _validated(samples: np.ndarray, sample_rate: int) -> np.ndarray:
 
 
 def _mark_signal(x: np.ndarray, bits: np.ndarray, step: float, power: float) -> np.ndarray:
-    """The 8 kHz mark: cell gains found by quantising every symbol copy, refined over passes."""
-    spectra = sp.stft(x)
-    energy = sp.cell_energy(sp.band_power(spectra))
+    """The 8 kHz mark (float32): cell gains found by quantising every symbol copy, refined over passes.
+
+    Spectra are computed a block at a time (``sp.band_power_blocks``, ``sp.cell_mark``): only the
+    signal, the mark and per-cell arrays are held."""
+    energy = sp.cell_energy(sp.band_power_blocks(x))
     # what a change of one cell costs: its own energy, plus a share of its slot's (masking)
     cost = energy + _COST_SLOT_SHARE * energy.mean(axis=1, keepdims=True) + 1e-12
     # a cell's energy from white noise at _NOISE_DESIGN_DB under the whole signal: cells far
     # under it are lost to such noise, so the change goes preferably into cells above it
     noise_cell = _CELL_NOISE_GAIN * power * 10 ** (-_NOISE_DESIGN_DB / 10)
     log_gain = np.zeros_like(energy)
-    marked_spectra, targets = spectra, {}
+    marked_energy, mark, targets = energy, None, {}
     for _ in range(_EMBED_PASSES):
-        marked_energy = sp.cell_energy(sp.band_power(marked_spectra))
         feat, weight = sp.features(marked_energy)
         weight = weight * marked_energy / (marked_energy + noise_cell)
         log_gain += _gain_steps(feat, weight / cost, weight, bits, targets, step)
         np.clip(log_gain, -_MAX_CELL_CHANGE, _MAX_CELL_CHANGE, out=log_gain)
-        mark = sp.istft(sp.apply_cell_gains(spectra, log_gain) - spectra, len(x))
-        marked_spectra = sp.stft(x + mark)
+        mark = None  # the previous pass's mark is not kept beside the next one
+        mark = sp.cell_mark(x, log_gain, np.float32)
+        marked_energy = sp.cell_energy(sp.band_power_blocks(x, mark))
     return mark
 
 
@@ -228,11 +312,10 @@ def _gain_steps(feat: np.ndarray, push: np.ndarray, weight: np.ndarray, bits: np
     return steps
 
 
-def _snr_limit(x: np.ndarray, mark: np.ndarray) -> float:
+def _snr_limit(summary: _Summary, mark_energy: float) -> float:
     """Factor keeping signal / mark at ``_TARGET_SNR_DB`` or more (the same mark is in every channel)."""
-    channels = 1 if x.ndim == 1 else x.shape[1]
-    signal, noise = float(np.sum(x * x)), channels * float(np.sum(mark * mark)) + 1e-20
-    return min(1.0, float(np.sqrt(signal / noise / 10 ** (_TARGET_SNR_DB / 10))))
+    noise = summary.channels * mark_energy + 1e-20
+    return min(1.0, float(np.sqrt(summary.energy / noise / 10 ** (_TARGET_SNR_DB / 10))))
 
 
 # ---------------------------------------------------------------- reading

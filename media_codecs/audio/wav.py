@@ -17,12 +17,14 @@ CorruptMedia. A partial frame at the end of `data` is not decoded and is dropped
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from media_codecs.audio import pcm
-from media_codecs.audio.base import AudioCodec, StreamInfo, check_samples, check_token
+from media_codecs.audio.base import BLOCK_FRAMES, AudioCodec, StreamInfo, check_token
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
@@ -81,9 +83,11 @@ def make_chunk(chunk_id: bytes, payload: bytes) -> Chunk:
 
 
 def assemble(chunks: list[Chunk] | tuple[Chunk, ...], trailer: bytes | memoryview = b"") -> bytes:
-    """Join chunks into a RIFF/WAVE file with the right size field."""
-    body = b"".join([b"WAVE", *(chunk.padded for chunk in chunks)])
-    return b"RIFF" + len(body).to_bytes(4, "little") + body + trailer
+    """Join chunks into a RIFF/WAVE file with the right size field (one copy of the bytes: no
+    intermediate body, which would double a 50 MB file)."""
+    parts = [chunk.padded for chunk in chunks]
+    riff_size = 4 + sum(len(part) for part in parts)
+    return b"".join([b"RIFF", riff_size.to_bytes(4, "little"), b"WAVE", *parts, trailer])
 
 
 def parse_wav(data: bytes) -> WavFile:
@@ -235,20 +239,38 @@ class WavCodec(AudioCodec):
         block = wav.format.block_align
         return decode_pcm(sound.payload[start * block : (start + frames) * block], wav.format, frames)
 
-    def reencode(self, media: Media, samples: np.ndarray) -> bytes:
-        """The same sample format and chunks with a new `data` payload (and `fact` sample count)."""
+    def decode_blocks(self, media: Media) -> Iterator[np.ndarray]:
+        """The data chunk converted BLOCK_FRAMES frames at a time."""
+        for start in range(0, media.container.frames, BLOCK_FRAMES):
+            yield self.decode_window(media, start, min(BLOCK_FRAMES, media.container.frames - start))
+
+    def encode_blocks(self, media: Media, blocks: Iterable[np.ndarray]) -> bytes:
+        """The same sample format and chunks with a new `data` payload (and `fact` sample count), written
+        into one buffer as the blocks come: the file's bytes are the only full-length copy."""
         wav = media.container
-        samples = check_samples(samples, wav.format.channels)
-        chunks = [_with_samples(chunk, samples, wav.format) for chunk in wav.chunks]
-        return assemble(chunks, wav.trailer)
-
-
-def _with_samples(chunk: Chunk, samples: np.ndarray, sample_format: SampleFormat) -> Chunk:
-    if chunk.id == b"data":
-        return make_chunk(b"data", encode_pcm(samples, sample_format))
-    if chunk.id == b"fact" and chunk.size >= 4:  # dwSampleLength: frames per channel
-        return make_chunk(b"fact", len(samples).to_bytes(4, "little") + bytes(chunk.payload[4:]))
-    return chunk
+        out = io.BytesIO()
+        out.write(b"RIFF\0\0\0\0WAVE")
+        frames, patches = 0, []  # (where, what to write there) once the frame count is known
+        for chunk in wav.chunks:
+            if chunk.id == b"data":
+                out.write(b"data\0\0\0\0")
+                size_at = out.tell() - 4
+                for block in blocks:
+                    out.write(encode_pcm(block, wav.format))
+                    frames += len(block)
+                size = frames * wav.format.block_align
+                out.write(b"\0" * (size % 2))
+                patches.append((size_at, size))
+            else:
+                if chunk.id == b"fact" and chunk.size >= 4:  # dwSampleLength: frames per channel
+                    patches.append((out.tell() + 8, None))
+                out.write(chunk.padded)
+        out.write(wav.trailer)
+        patches.append((4, out.tell() - 8))
+        for where, value in patches:
+            out.seek(where)
+            out.write((frames if value is None else value).to_bytes(4, "little"))
+        return out.getvalue()  # BytesIO hands over its buffer without copying it
 
 
 CODEC = WavCodec()

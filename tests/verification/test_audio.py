@@ -148,11 +148,29 @@ def test_a_signed_audio_record_verifies_with_dilithium_py_from_public_endpoints(
     assert ML_DSA_65.verify(public_key, message, base64.b64decode(record["signature"]))
 
 
-def test_signing_and_verifying_each_decode_the_audio_once(api_client, key_client, org, generator, monkeypatch):
+def test_signing_streams_the_audio_twice_and_verifying_decodes_it_once(api_client, key_client, org, generator,
+                                                                      monkeypatch):
     wav = get_codec("wav")
     calls = []
-    real_decode = type(wav).decode
-    monkeypatch.setattr(type(wav), "decode", lambda self, media: calls.append(1) or real_decode(self, media))
+    real_decode, real_blocks = type(wav).decode, type(wav).decode_blocks
+    monkeypatch.setattr(type(wav), "decode", lambda self, media: calls.append("whole") or real_decode(self, media))
+    monkeypatch.setattr(type(wav), "decode_blocks",
+                        lambda self, media: calls.append("blocks") or real_blocks(self, media))
     signed = _sign(key_client(org), generator, MARKED["wav"][0]())
-    assert signed.status_code == 201 and len(calls) == 1
-    assert _verify(api_client, signed.content)["confidence"] == "high" and len(calls) == 2
+    assert signed.status_code == 201 and calls == ["blocks", "blocks"]  # plan the mark, then add it
+    assert _verify(api_client, signed.content)["confidence"] == "high" and calls == ["blocks", "blocks", "whole"]
+
+
+def test_a_three_minute_song_is_watermarked_on_signing_and_reads_back(api_client, key_client, org, generator):
+    from tests import hostile_media as hm
+
+    song = hm.music_flac(180)  # 44.1 kHz stereo: 15.9 million samples, over the old marking limit of 6 million
+    response = _sign(key_client(org), generator, song)
+    assert response.status_code == 201, response.content[:300]
+    record = Record.objects.get(pk=response["X-Service-Record-Id"])
+    assert record.watermark_id != "none"
+    flac = get_codec("flac")
+    assert flac.info(response.content).frames == flac.info(song).frames
+    stripped = _verify(api_client, flac.strip_token(response.content))
+    assert (stripped["authentic"], stripped["token_source"], stripped["record_id"]) == (
+        True, "watermark", str(record.pk))

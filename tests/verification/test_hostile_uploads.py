@@ -150,7 +150,8 @@ def isolated_environment(tmp_path_factory):
     ("sign-jpeg-25MP", 201),
     ("sign-jpeg-over-limit", 413),
     ("verify-wav-8bit-mono-50MB", 200),  # before: 1.24 GB and 66 s (the whole file decoded and searched)
-    ("sign-wav-16bit-stereo-50MB", 201),  # before: 1.39 GB (marked whole; now over the marking limit)
+    ("sign-wav-16bit-stereo-50MB", 201),  # before: 1.39 GB marked whole, then token alone; now marked in blocks
+    ("sign-flac-6min", 201),  # a song: token alone before (over 6 million samples), now marked in blocks
 ])
 def test_a_worker_stays_under_500_mb_for_what_the_limits_accept(isolated_environment, name, status):
     workdir, env = isolated_environment
@@ -158,3 +159,5 @@ def test_a_worker_stays_under_500_mb_for_what_the_limits_accept(isolated_environ
     assert "error" not in row, row
     assert row["status"] == status
     assert row["peak_mb"] < MEMORY_BOUND_MB, row
+    if name in ("sign-wav-16bit-stereo-50MB", "sign-flac-6min"):
+        assert row["code"] == "signed+mark", row

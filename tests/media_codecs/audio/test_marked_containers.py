@@ -136,9 +136,17 @@ def test_a_long_file_is_read_from_its_middle_and_marked_files_still_read():
 
 def test_audio_over_the_marking_limit_is_signed_with_its_token_alone():
     from media_codecs.audio.base import MAX_MARKED_SAMPLES
+    from tests import hostile_media as hm
 
+    flac = get_codec("flac")
+    frames = MAX_MARKED_SAMPLES // 2 + 1  # stereo: one frame over, as the header declares it
+    assert not flac.watermark_possible(hm.flac_declaring(total_samples=frames))
+    assert flac.watermark_possible(hm.flac_declaring(total_samples=frames - 1))
+
+
+def test_marking_streams_the_same_mark_the_array_embedder_adds():
     wav = get_codec("wav")
-    frames = MAX_MARKED_SAMPLES // 2 + 1  # stereo: one frame over
-    header_only = audio.wav_bytes(np.zeros((frames, 2)), rate=44_100)
-    assert not wav.watermark_possible(header_only)
-    assert wav.watermark_possible(audio.wav_bytes(np.zeros((frames - 1, 2)), rate=44_100))
+    original = audio.wav_bytes(music(), rate=audio.RATE)
+    marked = wav.samples(wav.embed_watermark(original, MARK))[0]
+    expected = watermark.embed(wav.samples(original)[0], audio.RATE, MARK)
+    assert np.max(np.abs(marked - expected)) <= 1.0 / 32768  # the same to the 16-bit rounding
