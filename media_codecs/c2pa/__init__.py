@@ -1,0 +1,22 @@
+"""C2PA manifests in JPEG and PNG: build, sign (COSE_Sign1, ML-DSA-65), embed, read, verify, strip.
+
+Pure like the rest of media_codecs: the signing and verifying keys come in as callables.
+"""
+
+from media_codecs.c2pa.certificate import self_signed_certificate
+from media_codecs.c2pa.manifest import ManifestFacts, build_store, embed, embed_jpeg, embed_png, strip_manifest
+from media_codecs.c2pa.reading import ReadManifest, Verification, read_manifest, verify_manifest
+
+__all__ = [
+    "ManifestFacts",
+    "ReadManifest",
+    "Verification",
+    "build_store",
+    "embed",
+    "embed_jpeg",
+    "embed_png",
+    "read_manifest",
+    "self_signed_certificate",
+    "strip_manifest",
+    "verify_manifest",
+]
