@@ -202,3 +202,21 @@ class AudioCodec(Codec):
 def _read_only(samples: np.ndarray) -> np.ndarray:
     samples.flags.writeable = False  # shared through the Media cache: a caller must copy to change it
     return samples
+
+
+def libsndfile_window(decoder_input: bytes, start: int, frames: int, what: str) -> np.ndarray:
+    """`frames` frames from frame `start` of a FLAC or MP3 stream, libsndfile seeking there first.
+
+    Raises CorruptMedia."""
+    import io
+
+    import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
+
+    try:
+        samples, _ = soundfile.read(io.BytesIO(decoder_input), start=start, frames=frames, dtype="float64",
+                                    always_2d=True)
+    except (soundfile.SoundFileError, RuntimeError) as error:
+        raise CorruptMedia(f"the {what} audio does not decode: {error}") from None
+    if len(samples) == 0:
+        raise CorruptMedia(f"the {what} audio does not decode")
+    return samples

@@ -25,7 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from media_codecs.audio import pcm
-from media_codecs.audio.base import BLOCK_FRAMES, TOKEN_DESCRIPTION, AudioCodec, StreamInfo, check_token
+from media_codecs.audio.base import (
+    BLOCK_FRAMES,
+    TOKEN_DESCRIPTION,
+    AudioCodec,
+    StreamInfo,
+    check_token,
+    libsndfile_window,
+)
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
@@ -246,16 +253,7 @@ class FlacCodec(AudioCodec):
 
     def decode_window(self, media: Media, start: int, frames: int) -> np.ndarray:
         """libsndfile seeks to `start` and decodes only `frames` frames. Raises CorruptMedia."""
-        import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
-
-        try:
-            samples, _ = soundfile.read(io.BytesIO(_decoder_input(media)), start=start, frames=frames,
-                                        dtype="float64", always_2d=True)
-        except (soundfile.SoundFileError, RuntimeError) as error:
-            raise CorruptMedia(f"the FLAC audio does not decode: {error}") from None
-        if len(samples) == 0:
-            raise CorruptMedia("the FLAC audio does not decode")
-        return samples
+        return libsndfile_window(_decoder_input(media), start, frames, "FLAC")
 
     def decode_blocks(self, media: Media) -> Iterator[np.ndarray]:
         """libsndfile decodes BLOCK_FRAMES frames at a time. Raises CorruptMedia."""
