@@ -101,6 +101,30 @@ def scan(text: str) -> HtmlDocument:
     return HtmlDocument(text, head_end, tuple(block for block in blocks if block.word_count))
 
 
+def head_end(text: str) -> int | None:
+    """The offset just past the `<head ...>` tag, or None when the document has none before its body.
+
+    Stops at the first sign of body content: a token is placed without scanning a whole document."""
+    position = 0
+    while True:
+        markup = _MARKUP.search(text, position)
+        if markup is None:
+            return None
+        if text[position : markup.start()].strip():
+            return None  # text before any head: the body has begun
+        position = markup.end()
+        name = (markup.group(1) or "").lower()
+        if name == "head" and not markup.group(0).startswith("</"):
+            return markup.end()
+        if name and name not in ("html", "meta", "link", "title", "base", "style", "script", "noscript", "template"):
+            return None
+        if name in _RAW_TEXT and not markup.group(0).startswith("</"):
+            close = re.compile(rf"</{re.escape(name)}\s*>", re.I).search(text, position)
+            if close is None:
+                return None
+            position = close.end()
+
+
 def _add_text(text: str, start: int, end: int, block: Block) -> None:
     for word in re.finditer(r"\S+", text[start:end]):
         block.word_count += 1
@@ -153,35 +177,41 @@ class HtmlCodec(Codec):
         return SCORE_WEAK if _HTML_HINT.search(text[:1024]) and text.lstrip("\ufeff \t\r\n").startswith("<") \
             else SCORE_NONE
 
-    def parse(self, data: bytes) -> HtmlDocument:
-        return scan(utf8.decode(data, "HTML document"))
+    def parse(self, data: bytes) -> str:
+        """The document's text. The scan of its markup waits for signing: reading needs only regexes."""
+        return utf8.decode(data, "HTML document")
 
     def watermark_possible(self, content: bytes | Media) -> bool:
-        return bool(mark_sites(self.media(content).container))
+        media = self.media(content)
+        if len(media.container) > zerowidth.MAX_MARKED_CHARS:
+            return False
+        return bool(mark_sites(media.cached("scan", lambda: scan(zerowidth.strip_marks(media.container)))))
 
     def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
         """The document with a run in each qualifying body block; runs of ours already there are replaced."""
-        unmarked = zerowidth.strip_marks(self.media(content).container.text)
-        document = scan(unmarked)
+        media = self.media(content)
+        unmarked = zerowidth.strip_marks(media.container)
+        document = media.cached("scan", lambda: scan(unmarked))
         run = zerowidth.run_for(mark_id)
         return splice(unmarked, [(site, run) for site in mark_sites(document)]).encode("utf-8")
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
-        return zerowidth.extract(self.media(content).container.text)
+        return zerowidth.extract(self.media(content).container)
 
     def embed_token(self, content: bytes | Media, token: str) -> bytes:
         """Our meta element after `<head>` (or where the head would begin), replacing ours. ValueError for
         a token that is not `svc_` and [A-Za-z0-9_.-]."""
         if not re.fullmatch(_TOKEN, token):
             raise ValueError("a token is svc_ followed by letters, digits, '_', '.' or '-'")
-        text = _OUR_META.sub("", self.media(content).container.text)
-        document = scan(text)
-        offset = document.head_end if document.head_end is not None else _DOCUMENT_START.match(text).end()
+        text = _OUR_META.sub("", self.media(content).container)
+        offset = head_end(text)
+        if offset is None:
+            offset = _DOCUMENT_START.match(text).end()
         return splice(text, [(offset, f'<meta name="{META_NAME}" content="{token}">')]).encode("utf-8")
 
     def extract_token(self, content: bytes | Media) -> str | None:
         """The token of a `provenance-token` meta element (its attributes in any order or quoting)."""
-        for element in _ANY_OUR_META.finditer(self.media(content).container.text):
+        for element in _ANY_OUR_META.finditer(self.media(content).container):
             found = _META_CONTENT.search(element.group(0))
             if found:
                 return found.group(1)
@@ -189,7 +219,7 @@ class HtmlCodec(Codec):
 
     def strip_token(self, content: bytes | Media) -> bytes:
         """The document without our meta element, exactly as `embed_token` wrote it."""
-        return _OUR_META.sub("", self.media(content).container.text).encode("utf-8")
+        return _OUR_META.sub("", self.media(content).container).encode("utf-8")
 
 
 CODEC = HtmlCodec()

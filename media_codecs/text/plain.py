@@ -28,7 +28,8 @@ class PlainTextCodec(Codec):
         return utf8.decode(data, "text")
 
     def watermark_possible(self, content: bytes | Media) -> bool:
-        return bool(zerowidth.sites(self.media(content).container))
+        text = self.media(content).container
+        return len(text) <= zerowidth.MAX_MARKED_CHARS and bool(zerowidth.sites(text))
 
     def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
         return zerowidth.embed(self.media(content).container, mark_id).encode("utf-8")

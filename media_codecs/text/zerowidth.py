@@ -40,6 +40,9 @@ _PAYLOAD_BITS = MARK_BITS + _CHECK_BITS
 RUN_LENGTH = next(n for n in range(1, 100) if BASE**n >= 1 << _PAYLOAD_BITS)  # 29
 _SCRAMBLE = 0x9E37_79B9_7F4A_7C15_D1B5  # 80 bits: runs of neighbouring ids look unrelated
 MIN_WORDS = 40  # a paragraph this long carries the whole id
+# Marking looks at every word; past this many characters a text is signed without the mark (its token
+# identifies it), so a 50 MB upload cannot hold a signing worker for seconds. Reading stays a regex scan.
+MAX_MARKED_CHARS = 8_000_000
 
 _DIGIT = {ch: value for value, ch in enumerate(ALPHABET)}
 _RUNS = re.compile(f"[{ALPHABET}]+")

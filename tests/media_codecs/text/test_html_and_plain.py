@@ -109,3 +109,17 @@ def test_a_non_utf8_byte_past_the_head_is_refused_when_opened():
 
 def test_a_text_too_short_for_a_run_cannot_carry_the_mark():
     assert not plain.watermark_possible(b"word") and not html.watermark_possible(b"<p>Hi</p>")
+
+
+def test_reading_never_scans_the_markup_and_large_texts_are_not_marked(monkeypatch):
+    import time
+
+    tag_bomb = b"<!DOCTYPE html><body>" + b"<b>x</b>" * 2_000_000  # 16 MB of tags
+    started = time.perf_counter()
+    media = html.open(tag_bomb)
+    assert html.extract_token(media) is None and html.extract_watermark(media) is None
+    html.strip_token(media)
+    assert time.perf_counter() - started < 2.0 and "scan" not in media._cache
+    monkeypatch.setattr(zw, "MAX_MARKED_CHARS", 1000)
+    assert not html.watermark_possible(HTML_PAGE.encode()) and not plain.watermark_possible(english().encode())
+    assert html.extract_token(html.embed_token(HTML_PAGE.encode(), TOKEN)) == TOKEN  # the token still goes in
