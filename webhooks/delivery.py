@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from accounts.models import Organization
 from config.hot_sql import RowInserter
+from config.sealing import SealedBlobError
 from webhooks import transport
 from webhooks.models import FAILURES_BEFORE_FAILING, WebhookDelivery, WebhookEndpoint
 from webhooks.services import ActiveEndpoint, active_endpoints, endpoints_snapshot_refresh, org_row_lock, webhook_secret
@@ -120,18 +121,33 @@ def _run_lanes(lanes: list[tuple[Endpoint, list[bytes]]]) -> list[list[Outcome]]
     deadline = _round_deadline(timeout)
     allow_private = settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
     # Secrets are unsealed here, in the request's thread; lanes get only what they send.
-    futures = [_lane_pool().submit(_lane, endpoint.url, webhook_secret(endpoint), bodies, deadline, allow_private)
-               for endpoint, bodies in lanes]
-    wait(futures, timeout=max(0.0, deadline - time.monotonic()) + _LANE_GRACE_SECONDS)
+    futures = []
+    for endpoint, bodies in lanes:
+        secret = _secret_or_none(endpoint)
+        futures.append(None if secret is None else
+                       _lane_pool().submit(_lane, endpoint.url, secret, bodies, deadline, allow_private))
+    wait([future for future in futures if future], timeout=max(0.0, deadline - time.monotonic()) + _LANE_GRACE_SECONDS)
     results = []
     for future, (_, bodies) in zip(futures, lanes, strict=True):
-        if future.done() and future.exception() is None:
+        if future is None:  # the service's fault, not the endpoint's: not sent, not counted
+            results.append([Outcome(None, "not sent: the endpoint's secret cannot be read", 0, attempted=False)]
+                           * len(bodies))
+        elif future.done() and future.exception() is None:
             results.append(future.result())
         else:
             if future.done():
                 logger.error("webhook lane failed", exc_info=future.exception())
             results.append([Outcome(None, "timed out", round(timeout * 1000))] * len(bodies))
     return results
+
+
+def _secret_or_none(endpoint: Endpoint) -> str | None:
+    try:
+        return webhook_secret(endpoint)
+    except SealedBlobError:
+        logger.error("the signing secret of webhook endpoint %s does not unseal (KEY_ENCRYPTION_KEY changed?)",
+                     endpoint.id)
+        return None
 
 
 def _lane(url: str, secret: str, bodies: list[bytes], deadline: float, allow_private: bool) -> list[Outcome]:

@@ -441,3 +441,17 @@ def test_the_log_is_committed_without_waiting_for_the_disk(key_client, org, hook
     assert statements[at - 1] == "SET LOCAL synchronous_commit TO OFF"
     records = next(i for i, sql in enumerate(statements) if "INSERT INTO" in sql and "provenance_record" in sql)
     assert "synchronous_commit" not in " ".join(statements[:records])  # the record itself commits durably
+
+
+def test_a_secret_that_no_longer_unseals_is_logged_unsent_and_never_fails_the_action(owner_client, key_client, org,
+                                                                                     hook, receiver, client_generator,
+                                                                                     settings):
+    endpoint = hook()
+    settings.KEY_ENCRYPTION_KEY = "another-key-encryption-key-0123456789abcdef"  # the sealing key was changed
+    _record(key_client, org, client_generator)  # still 201
+    assert receiver.received() == []
+    entry = WebhookDelivery.objects.get(endpoint=endpoint)
+    assert entry.status == "failed" and entry.error.startswith("not sent: the endpoint's secret")
+    assert _endpoint(endpoint).consecutive_failures == 0  # the service's fault, not the endpoint's
+    retried = owner_client.post(f"/v1/webhooks/{endpoint.pk}/deliveries/{entry.pk}/retry")
+    assert retried.status_code == 200 and retried.json()["status"] == "failed"
