@@ -2,7 +2,7 @@
 long enough, the watermark in the samples. The short clips of the first tests carry the token alone."""
 
 import base64
-import io
+import functools
 import json
 
 import numpy as np
@@ -13,6 +13,7 @@ from media_codecs import detect, get_codec
 from provenance.models import Record
 from tests import audio, factories
 from tests.media_codecs.audio.test_marked_containers import music
+from tests.verification import uploads
 
 pytestmark = pytest.mark.django_db
 FORMATS = {
@@ -27,15 +28,8 @@ def generator(org):
     return factories.make_generator(org=org, formats=["image", "audio"])
 
 
-def _sign(client, generator, content: bytes, **fields):
-    return client.post("/v1/sign", {"content": io.BytesIO(content), "model": "music-gen",
-                                    "generator_id": str(generator.pk), **fields}, format="multipart")
-
-
-def _verify(api_client, content: bytes) -> dict:
-    response = api_client.post("/v1/verify", {"content": io.BytesIO(content)}, format="multipart")
-    assert response.status_code == 200, response.content[:300]
-    return response.json()
+_sign = functools.partial(uploads.sign, model="music-gen")
+_verify = uploads.verify
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -1,12 +1,13 @@
 """POST /v1/sign and /v1/verify with PDFs: the token travels in an incremental update's XMP."""
 
-import io
+import functools
 
 import pytest
 
 from media_codecs import get_codec
 from tests import factories
 from tests.pdf_samples import PAGE_TEXTS, encrypted, page_texts, text_pdf, with_annotation
+from tests.verification import uploads
 
 pytestmark = pytest.mark.django_db
 
@@ -16,15 +17,8 @@ def generator(org):
     return factories.make_generator(org=org, formats=["text"])
 
 
-def _sign(client, generator, content: bytes, **fields):
-    return client.post("/v1/sign", {"content": io.BytesIO(content), "model": "writer-1",
-                                    "generator_id": str(generator.pk), **fields}, format="multipart")
-
-
-def _verify(api_client, content: bytes) -> dict:
-    response = api_client.post("/v1/verify", {"content": io.BytesIO(content)}, format="multipart")
-    assert response.status_code == 200, response.content[:300]
-    return response.json()
+_sign = functools.partial(uploads.sign, model="writer-1")
+_verify = uploads.verify
 
 
 def test_a_signed_pdf_comes_back_as_a_pdf_with_its_pages(key_client, org, generator):

@@ -1,7 +1,7 @@
 """POST /v1/sign and /v1/verify on plain text and HTML: the zero-width mark finds the record, the HTML meta
 element carries the token, the content hash catches edits."""
 
-import io
+import functools
 
 import pytest
 
@@ -10,6 +10,7 @@ from media_codecs.text import zerowidth
 from provenance.models import Record
 from tests import factories
 from tests.text_samples import HTML_PAGE, english
+from tests.verification import uploads
 
 pytestmark = pytest.mark.django_db
 
@@ -19,15 +20,8 @@ def generator(org):
     return factories.make_generator(org=org, formats=["text"])
 
 
-def _sign(client, generator, content: bytes, **fields):
-    return client.post("/v1/sign", {"content": io.BytesIO(content), "model": "writer-7",
-                                    "generator_id": str(generator.pk), **fields}, format="multipart")
-
-
-def _verify(api_client, content: bytes, **fields) -> dict:
-    response = api_client.post("/v1/verify", {"content": io.BytesIO(content), **fields}, format="multipart")
-    assert response.status_code == 200, response.content[:300]
-    return response.json()
+_sign = functools.partial(uploads.sign, model="writer-7")
+_verify = uploads.verify
 
 
 def test_plain_text_is_marked_and_found_through_the_mark(api_client, key_client, org, generator):

@@ -3,13 +3,14 @@ watermark (confidence medium at best), tampering seen through the content hash, 
 token (a remux, a re-encode at half the bitrate, a downscale, the first seconds cut) found through the
 stored set of frame pHashes."""
 
-import io
+import functools
 
 import pytest
 
 from media_codecs import detect, get_codec
 from provenance.models import Record
 from tests import factories, video
+from tests.verification import uploads
 
 pytestmark = pytest.mark.django_db
 MIME_TYPES = {"mp4": "video/mp4", "mov": "video/quicktime", "mkv": "video/x-matroska", "webm": "video/webm"}
@@ -20,15 +21,8 @@ def generator(org):
     return factories.make_generator(org=org, formats=["image", "video"])
 
 
-def _sign(client, generator, content: bytes, **fields):
-    return client.post("/v1/sign", {"content": io.BytesIO(content), "model": "video-gen",
-                                    "generator_id": str(generator.pk), **fields}, format="multipart")
-
-
-def _verify(api_client, content: bytes) -> dict:
-    response = api_client.post("/v1/verify", {"content": io.BytesIO(content)}, format="multipart")
-    assert response.status_code == 200, response.content[:300]
-    return response.json()
+_sign = functools.partial(uploads.sign, model="video-gen")
+_verify = uploads.verify
 
 
 @pytest.mark.parametrize("fmt", MIME_TYPES)

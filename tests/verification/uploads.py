@@ -1,0 +1,16 @@
+"""POST /v1/sign and /v1/verify as the format tests call them: multipart, one `content` file."""
+
+import io
+
+
+def sign(client, generator, content: bytes, *, model: str, **fields):
+    """The /v1/sign response for `content` signed by `generator` as `model`."""
+    return client.post("/v1/sign", {"content": io.BytesIO(content), "model": model,
+                                    "generator_id": str(generator.pk), **fields}, format="multipart")
+
+
+def verify(api_client, content: bytes, **fields) -> dict:
+    """The /v1/verify result for `content` (and any other fields, e.g. a token); asserts 200."""
+    response = api_client.post("/v1/verify", {"content": io.BytesIO(content), **fields}, format="multipart")
+    assert response.status_code == 200, response.content[:300]
+    return response.json()
