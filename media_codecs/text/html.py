@@ -61,15 +61,14 @@ class Block:
 @dataclass(frozen=True)
 class HtmlDocument:
     text: str
-    head_end: int | None  # offset just past the `<head ...>` tag, when there is one
     blocks: tuple[Block, ...]
 
 
 def scan(text: str) -> HtmlDocument:
-    """The document's head tag and its body text blocks (word starts where a run may go)."""
+    """The body text blocks of the document (word starts where a run may go), the head skipped."""
     blocks: list[Block] = []
     current = Block()
-    head_end, in_head, no_mark = None, False, 0
+    in_head, no_mark = False, 0
     position = 0
     while position <= len(text):
         markup = _MARKUP.search(text, position)
@@ -88,8 +87,6 @@ def scan(text: str) -> HtmlDocument:
             current = Block()
         if name == "head":
             in_head = not closing
-            if not closing and head_end is None:
-                head_end = markup.end()
         elif name == "body" and not closing:
             in_head = False
         elif name in _NO_MARK:
@@ -98,7 +95,7 @@ def scan(text: str) -> HtmlDocument:
             close = re.compile(rf"</{re.escape(name)}\s*>", re.I).search(text, position)
             position = close.end() if close else len(text) + 1
     blocks.append(current)
-    return HtmlDocument(text, head_end, tuple(block for block in blocks if block.word_count))
+    return HtmlDocument(text, tuple(block for block in blocks if block.word_count))
 
 
 def head_end(text: str) -> int | None:
