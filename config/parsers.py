@@ -56,6 +56,23 @@ class LimitedJSONParser(BaseParser):
         return value
 
 
+class LimitedRawParser(BaseParser):
+    """Any other body, as its bytes (an asset sent as itself: `image/png`), within the view's limit."""
+
+    media_type = "*/*"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        parser_context = parser_context or {}
+        limit = body_limit_for(parser_context.get("view"))
+        declared = _declared_length(parser_context.get("request"))
+        if declared is not None and declared > limit:
+            raise PayloadTooLarge()
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise PayloadTooLarge()
+        return raw
+
+
 def _decoded(raw: bytes, media_type: str | None) -> str:
     """The body as text in its declared charset (UTF-8 if none); 400 for a charset that is not a text encoding."""
     _, params = parse_header_parameters(media_type or "")

@@ -8,3 +8,10 @@ def validated(serializer_class, request) -> dict:
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+def validated_query(serializer_class, request) -> dict:
+    """The query string checked by an input serializer; ValidationError (400) for bad values."""
+    serializer = serializer_class(data=request.query_params)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)

@@ -34,6 +34,16 @@ def generator_for_signing(*, org: Organization, generator_id: str | uuid.UUID) -
     return key
 
 
+def current_key(*, generator_id: uuid.UUID) -> GeneratorKey | None:
+    """The key a generator signs with now, its generator loaded (None once revoked keys are all retired)."""
+    return _CURRENT_KEY_WITH_GENERATOR.get(generator_id)
+
+
+def key_by_kid(*, generator_id: uuid.UUID, kid: str) -> GeneratorKey | None:
+    """One of a generator's keys, current or retired, by its kid (a C2PA signature names it)."""
+    return GeneratorKey.objects.filter(generator_id=generator_id, kid=kid).first()
+
+
 def public_key_lookup(*, generator_id: uuid.UUID) -> Generator:
     """Public: a generator with every key it ever used (for offline verification). Raises NotFound."""
     generator = Generator.objects.prefetch_related("keys").filter(pk=generator_id).first()

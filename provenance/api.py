@@ -15,6 +15,7 @@ from config.validation import validated
 from media_codecs import FAMILIES
 from provenance import selectors, services
 from provenance import serializers as s
+from provenance.c2pa_embed import record_c2pa_embed
 from provenance.c2pa_json import c2pa_manifest
 from provenance.signing import content_sign
 
@@ -32,7 +33,7 @@ def _created(record) -> dict:
     return {"pk": record.pk, "token": selectors.record_token(record.pk)}
 
 
-SIGN_UPLOAD_LIMIT = 50 * 1024 * 1024  # spec: sign upload 50 MB
+SIGN_UPLOAD_LIMIT = 50 * 1024 * 1024  # spec: sign upload and embed asset 50 MB
 
 
 class SignView(APIView):
@@ -109,3 +110,22 @@ class RecordC2paView(APIView):
         manifest = c2pa_manifest(record_id=str(record.pk), model=record.model, signed_at=record.signed_at,
                                  content_hash=record.content_hash, base_url=settings.PUBLIC_BASE_URL)
         return Response(manifest, headers={"Cache-Control": "public, max-age=3600"})
+
+
+class RecordC2paEmbedView(APIView):
+    """A signed C2PA manifest embedded into the record's signed JPEG or PNG (Growth and above)."""
+
+    parser_classes = [MultiPartParser]
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        limit_uploads(request._request, SIGN_UPLOAD_LIMIT)  # before the body is parsed
+
+    @extend_schema(
+        request={"multipart/form-data": {"type": "object", "required": ["content"],
+                                         "properties": {"content": {"type": "string", "format": "binary"}}}},
+        responses={(200, "image/jpeg"): OpenApiResponse(description="The asset with its manifest (or image/png)")},
+        tags=["records"])
+    def post(self, request, record_id):
+        embedded = record_c2pa_embed(org=request.org, record_id=record_id, data=uploaded_bytes(request, "content"))
+        return HttpResponse(embedded.data, content_type=embedded.mime_type)

@@ -56,6 +56,11 @@ def generate_keypair() -> tuple[bytes, bytes]:
     return private_key.private_bytes_raw(), private_key.public_key().public_bytes_raw()
 
 
+def private_key_from_seed(seed: bytes) -> MLDSA65PrivateKey:
+    """The pyca key object of a 32-byte seed, for APIs that take one (an X.509 certificate builder)."""
+    return _load_private_key(_require_seed(seed))
+
+
 def public_key_from_seed(seed: bytes) -> bytes:
     """Return the 1952-byte public key for a 32-byte seed; raises TypeError/ValueError for a bad seed."""
     return _load_private_key(_require_seed(seed)).public_key().public_bytes_raw()

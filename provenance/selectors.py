@@ -2,7 +2,8 @@
 
 import uuid
 
-from config.errors import NotFound
+from accounts.models import Organization
+from config.errors import Forbidden, NotFound
 from config.keyring import token_mac_keys
 from provenance.models import Record
 from provenance.tokens import mint_token, parse_token
@@ -24,4 +25,15 @@ def public_record_get(*, record_id: uuid.UUID) -> Record:
     if record is None:
         raise NotFound("Record not found.")
     record.token = record_token(record.pk)
+    return record
+
+
+def record_for_embed(*, org: Organization, record_id: uuid.UUID) -> Record:
+    """A record whose signed asset the caller may embed a C2PA manifest into. Records are public, so
+    another organization's answers 403 (the spec's Errors table), not 404. Raises NotFound, Forbidden."""
+    record = Record.objects.select_related("generator").filter(pk=record_id).first()
+    if record is None:
+        raise NotFound("Record not found.")
+    if record.generator.org_id != org.pk:
+        raise Forbidden("This record's generator belongs to another organization.")
     return record

@@ -49,7 +49,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     record_id = uuid.uuid4()
     token = record_token(record_id)
     watermark_id = NO_WATERMARK
-    with _codec_errors(codec):
+    with codec_errors(codec):
         if codec.watermark_possible(media):
             mark_id = secrets.randbits(64)
             watermark_id = f"{mark_id:016x}"
@@ -70,7 +70,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
 
 
 @contextmanager
-def _codec_errors(codec: Codec) -> Iterator[None]:
+def codec_errors(codec: Codec) -> Iterator[None]:
     """Codec errors as API errors: over a limit 413, malformed 400 validation_error, else format_not_supported."""
     try:
         yield
@@ -91,5 +91,5 @@ def _media_for(data: bytes, declared_family: str | None, supported: list[str]) -
         raise FormatNotSupported(f"The content is not in a {family}format the service can sign.") from None
     if codec.family not in supported:
         raise FormatNotSupported(f"This generator does not sign {codec.family} content.")
-    with _codec_errors(codec):
+    with codec_errors(codec):
         return codec.open(data)

@@ -8,4 +8,5 @@ urlpatterns = [
     path("records/batch", api.RecordBatchView.as_view()),
     path("records/<uuid:record_id>", api.RecordDetailView.as_view()),
     path("records/<uuid:record_id>/c2pa", api.RecordC2paView.as_view()),
+    path("records/<uuid:record_id>/c2pa/embed", api.RecordC2paEmbedView.as_view()),
 ]

@@ -36,9 +36,9 @@ _NEWEST_WITH = (f"(SELECT id, signed_at FROM ((SELECT id, signed_at FROM {_RECOR
                 f"WHERE fingerprint_kind = %(kind)s AND phash_value = {{value}} ORDER BY signed_at DESC LIMIT 1) "
                 f"UNION ALL (SELECT record_id, signed_at FROM {_MORE} WHERE kind = %(kind)s AND value = {{value}} "
                 f"ORDER BY signed_at DESC LIMIT 1)) AS holders ORDER BY signed_at DESC LIMIT 1)")
-_NEAREST_SQL = f"""(SELECT id FROM {_NEWEST_WITH.format(value="(%(value)s)::bigint")} AS exact)
+_NEAREST_SQL = f"""(SELECT id, 0 AS distance FROM {_NEWEST_WITH.format(value="(%(value)s)::bigint")} AS exact)
 UNION ALL
-(SELECT winner.id FROM (
+(SELECT winner.id, candidates.distance FROM (
      SELECT DISTINCT value, distance FROM ({" UNION ALL ".join(_BAND_SQL.format(band=band) for band in range(BANDS))})
      AS near) AS candidates
  CROSS JOIN LATERAL {_NEWEST_WITH.format(value="candidates.value")} AS winner
@@ -59,32 +59,43 @@ def record_for_watermark(mark_id: int) -> Record | None:
     return _with_relations().filter(watermark_id=f"{mark_id:016x}").order_by("-signed_at").first()
 
 
+def record_ids_for_watermark(*, mark_id: int, family: str, limit: int) -> list[uuid.UUID]:
+    """The records of one content family whose server-made watermark id is `mark_id`, newest first."""
+    return list(Record.objects.filter(watermark_id=f"{mark_id:016x}", format=family).order_by("-signed_at")
+                .values_list("pk", flat=True)[:limit])
+
+
 def record_for_fingerprint(*, kind: str, value: str) -> Record | None:
     """The closest record whose fingerprint is of `kind` and within PHASH_MAX_DISTANCE bits of `value`
     (16 hex digits), the newest on ties; None when there is none.
 
     Every distinct stored value sharing a band within one bit is weighed, however many records share it.
     """
+    best = nearest_fingerprint(kind=kind, value=value)
+    return record_for_id(best[0]) if best is not None else None
+
+
+def nearest_fingerprint(*, kind: str, value: str) -> tuple[uuid.UUID, int] | None:
+    """`record_for_fingerprint`'s choice as (record id, distance in bits), without loading the record."""
     neighbours = [band_neighbours(band, _BAND_RADIUS) for band in phash_bands(value)]
     nearest = _nearest_in_sql if connection.vendor == "postgresql" else _nearest_in_python
-    best = nearest(kind, value, neighbours)
-    return record_for_id(best) if best is not None else None
+    return nearest(kind, value, neighbours)
 
 
-def _nearest_in_sql(kind: str, value: str, neighbours: list[list[int]]) -> uuid.UUID | None:
+def _nearest_in_sql(kind: str, value: str, neighbours: list[list[int]]) -> tuple[uuid.UUID, int] | None:
     params = {"kind": kind, "value": signed_value(value), "max": PHASH_MAX_DISTANCE,
               **{f"band{band}": values for band, values in enumerate(neighbours)}}
     with connection.cursor() as cursor:
         cursor.execute(_NEAREST_SQL, params)
         row = cursor.fetchone()
-    return row[0] if row else None
+    return (row[0], row[1]) if row else None
 
 
-def _nearest_in_python(kind: str, value: str, neighbours: list[list[int]]) -> uuid.UUID | None:
+def _nearest_in_python(kind: str, value: str, neighbours: list[list[int]]) -> tuple[uuid.UUID, int] | None:
     """The same choice in Python (SQLite, for development and tests): the same tables, same order."""
     exact = _newest_record_with(kind, signed_value(value))
     if exact is not None:
-        return exact[0]
+        return exact[0], 0
     probe = Q()
     for band, values in enumerate(neighbours):
         probe |= Q(**{f"band{band}__in": values})
@@ -98,7 +109,7 @@ def _nearest_in_python(kind: str, value: str, neighbours: list[list[int]]) -> uu
         newest = _newest_record_with(kind, stored)
         if newest is not None and (best is None or (distance, -newest[1].timestamp()) < best[0]):
             best = ((distance, -newest[1].timestamp()), newest[0])
-    return best[1] if best is not None else None
+    return (best[1], best[0][0]) if best is not None else None
 
 
 _ALL_BITS = (1 << 64) - 1

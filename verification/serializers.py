@@ -50,7 +50,8 @@ class VerificationOutput(serializers.Serializer):
     authentic = serializers.BooleanField()
     tampered = serializers.BooleanField()
     confidence = serializers.ChoiceField(choices=["high", "medium", "low", "none"])
-    token_source = serializers.ChoiceField(choices=["provided", "xmp", "metadata", "watermark", "phash", "none"])
+    token_source = serializers.ChoiceField(
+        choices=["provided", "c2pa", "xmp", "metadata", "watermark", "phash", "none"])
     signals = serializers.SerializerMethodField()
     provenance = serializers.SerializerMethodField()
     reason = serializers.CharField(required=False, help_text="Present exactly when authentic is false.")
@@ -70,3 +71,25 @@ class VerificationOutput(serializers.Serializer):
         if result.authentic:
             body.pop("reason", None)
         return body
+
+
+class SoftBindingQuery(serializers.Serializer):
+    alg = serializers.CharField(max_length=100)
+    value = serializers.CharField(max_length=200)
+
+
+class SoftBindingContentQuery(serializers.Serializer):
+    alg = serializers.CharField(max_length=100, required=False, allow_blank=True)
+
+
+class SoftBindingLimit(serializers.Serializer):
+    maxResults = serializers.IntegerField(min_value=1, max_value=100, default=10)  # the API spells it so
+
+
+class SoftBindingMatch(serializers.Serializer):
+    manifestId = serializers.CharField()
+    similarityScore = serializers.IntegerField(min_value=0, max_value=100)
+
+
+class SoftBindingMatches(serializers.Serializer):
+    matches = SoftBindingMatch(many=True)

@@ -1,9 +1,10 @@
 """Verifying content against the stored records (spec: Verification; addendum section 5).
 
-Resolution order: an explicit token, the token in the content's metadata, the watermark, then the
-perceptual-hash lookup. Problems are reported in the result (`reason`), never as errors; only content
-over the limits (pixels, container structure, the batch budget) is refused, before anything is decoded.
-Each file is parsed once (`open_media`) and decoded at most once; every step shares that parse.
+Resolution order: an explicit token, the token in our C2PA manifest (JPEG and PNG), the token in the
+content's metadata, the watermark, then the perceptual-hash lookup. Problems are reported in the
+result (`reason`), never as errors; only content over the limits (pixels, container structure, the
+batch budget) is refused, before anything is decoded. Each file is parsed once (`open_media`) and
+decoded at most once; every step shares that parse.
 """
 
 from dataclasses import dataclass, field
@@ -12,7 +13,10 @@ from django.db import transaction
 
 from audit.services import audit_write_many
 from config.errors import PayloadTooLarge
+from generators.selectors import key_by_kid
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
+from media_codecs.c2pa import ReadManifest, check_manifest, read_manifest
+from media_codecs.c2pa.manifest import COSE_ALG_ML_DSA_65
 from provenance import crypto
 from provenance.hashing import content_hash_of, content_hash_of_parts
 from provenance.models import Record
@@ -27,6 +31,7 @@ from webhooks.events import events_emit
 # limit, or many smaller ones, but not fifty of the largest.
 BATCH_MAX_PIXELS = 100_000_000
 BATCH_MAX_BYTES = 25 * 1024 * 1024
+C2PA_FORMATS = ("jpeg", "png")  # where POST /v1/records/:id/c2pa/embed puts a manifest
 
 
 @dataclass
@@ -90,7 +95,11 @@ def _verify(data: bytes, media: Media | None, token: str | None) -> Verification
     result = Verification()
     mark_id = _watermark(media)
     result.watermark_found = mark_id is not None
-    token, result.token_source = _token(media, token)
+    manifest = None if token else _our_manifest(media)
+    if manifest is not None:
+        token, result.token_source = manifest.provenance["token"], "c2pa"
+    else:
+        token, result.token_source = _token(media, token)
     if token is not None:
         result.record = _record_for_token(token, result)
     elif mark_id is not None:
@@ -102,6 +111,8 @@ def _verify(data: bytes, media: Media | None, token: str | None) -> Verification
         result.record = _record_for_phash(media, result)
     if result.record is not None:
         _check_record(result, media, data)
+        if manifest is not None:
+            _check_manifest(result, manifest, data)
     _conclude(result)
     return result
 
@@ -125,6 +136,45 @@ def _token(media: Media | None, provided: str | None) -> tuple[str | None, str]:
     except CodecError:
         embedded = None
     return (embedded, media.codec.token_source) if embedded else (None, "none")
+
+
+def _our_manifest(media: Media | None) -> ReadManifest | None:
+    """The C2PA manifest a JPEG or PNG carries, when it is ours (it holds a token); None otherwise."""
+    if media is None or media.codec.format not in C2PA_FORMATS:
+        return None
+    try:
+        manifest = read_manifest(media.data)
+    except CodecError:
+        return None
+    provenance = manifest.provenance if manifest is not None else None
+    return manifest if provenance and isinstance(provenance.get("token"), str) else None
+
+
+def _check_manifest(result: Verification, manifest: ReadManifest, data: bytes) -> None:
+    """Our manifest must be signed (COSE, ML-DSA-65) by a key of the record's generator, name that record,
+    and still hash to the file: a bad signature or assertion is `signature_invalid`, a data hash that no
+    longer matches is tampering."""
+    record = result.record
+    key = record.key if manifest.kid == record.key.kid else key_by_kid(generator_id=record.generator_id,
+                                                                      kid=manifest.kid or "")
+    signer_known = key is not None and manifest.alg == COSE_ALG_ML_DSA_65
+
+    def verify(message: bytes, signature: bytes) -> bool:
+        return signer_known and crypto.verify(bytes(key.public_key), message, signature)
+
+    checked = check_manifest(data, manifest, verify)
+    names_record = manifest.provenance.get("record_id") == str(record.pk)
+    if not (checked.signature_valid and all(checked.assertion_hashes.values()) and names_record):
+        result.signature_valid = False
+        _note(result, "signature_invalid")
+    if not checked.data_hash_valid:
+        result.tampered = True
+        _note(result, "content_tampered")
+
+
+def _note(result: Verification, problem: str) -> None:
+    if problem not in result.problems:
+        result.problems.append(problem)
 
 
 def _record_for_token(token: str, result: Verification) -> Record | None:

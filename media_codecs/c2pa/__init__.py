@@ -5,13 +5,14 @@ Pure like the rest of media_codecs: the signing and verifying keys come in as ca
 
 from media_codecs.c2pa.certificate import self_signed_certificate
 from media_codecs.c2pa.manifest import ManifestFacts, build_store, embed, embed_jpeg, embed_png, strip_manifest
-from media_codecs.c2pa.reading import ReadManifest, Verification, read_manifest, verify_manifest
+from media_codecs.c2pa.reading import ReadManifest, Verification, check_manifest, read_manifest, verify_manifest
 
 __all__ = [
     "ManifestFacts",
     "ReadManifest",
     "Verification",
     "build_store",
+    "check_manifest",
     "embed",
     "embed_jpeg",
     "embed_png",

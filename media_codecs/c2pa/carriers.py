@@ -13,13 +13,10 @@ from dataclasses import dataclass
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import jpeg, png
 
-_APP0, _APP11 = 0xE0, 0xEB
-_JPEG_XT = b"JP"  # JPEG XT box header CI (ISO/IEC 18477-3)
+_APP0 = 0xE0
 _BOX_INSTANCE = b"\x02\x11"  # the En c2pa-rs writes; the same in every segment of the store
 SLICE_BYTES = 64_000  # store bytes per APP11 segment, as c2pa-rs slices
-_STORE_MARK_OFFSET = 24  # CI, En, Z (8) + jumb header (8) + jumd header (8): the jumd UUID's "c2pa"
-_STORE_MARK = b"c2pa"
-CHUNK_TYPE = b"caBX"
+CHUNK_TYPE = png.C2PA_CHUNK_TYPE
 MAX_STORE_BYTES = 32 * 1024 * 1024  # our manifests are ~15 KB; a thumbnail-laden one a few hundred KB
 
 
@@ -40,9 +37,9 @@ class JpegCarrier:
         segments, _ = jpeg.parse_header(data)
         offset, found, pieces, start, length = 2, None, [], 0, 0
         for segment in segments:
-            if found is None and _is_store_start(segment):
+            if found is None and segment.starts_c2pa_store:
                 found, start = segment.payload[2:4], offset
-            if found is not None and _is_store_part(segment, found):
+            if found is not None and segment.continues_c2pa_store(found):
                 pieces.append(_slice(segment, len(pieces) + 1))
                 length += len(segment.raw)
             offset += len(segment.raw)
@@ -56,7 +53,7 @@ class JpegCarrier:
     def strip(self, data: bytes) -> bytes:
         """`data` without any C2PA store (the same bytes when there is none)."""
         segments, tail = jpeg.parse_header(data)
-        kept = _without_store(segments)
+        kept = jpeg.without_c2pa_store(segments)
         return data if len(kept) == len(segments) else jpeg.assemble(kept, tail)
 
     def insert_offset(self, stripped: bytes) -> int:
@@ -76,23 +73,14 @@ class JpegCarrier:
         segments = []
         for number, start in enumerate(range(0, len(store), SLICE_BYTES), start=1):
             repeat = store[:8] if number > 1 else b""
-            payload = _JPEG_XT + _BOX_INSTANCE + number.to_bytes(4, "big") + repeat + store[start : start + SLICE_BYTES]
+            header = jpeg.JPEG_XT + _BOX_INSTANCE + number.to_bytes(4, "big") + repeat
+            payload = header + store[start : start + SLICE_BYTES]
             segments.append(b"\xff\xeb" + (len(payload) + 2).to_bytes(2, "big") + payload)
         return b"".join(segments)
 
     def wrapped_size(self, store_size: int) -> int:
         count = -(-store_size // SLICE_BYTES)
         return store_size + count * 12 + (count - 1) * 8
-
-
-def _is_store_start(segment: jpeg.Segment) -> bool:
-    raw, begin = segment.raw, segment.payload_start
-    return (segment.marker == _APP11 and raw[begin : begin + 2] == _JPEG_XT
-            and raw[begin + _STORE_MARK_OFFSET : begin + _STORE_MARK_OFFSET + 4] == _STORE_MARK)
-
-
-def _is_store_part(segment: jpeg.Segment, instance: bytes) -> bool:
-    return segment.marker == _APP11 and segment.payload_startswith(_JPEG_XT + instance)
 
 
 def _slice(segment: jpeg.Segment, number: int) -> bytes:
@@ -102,12 +90,6 @@ def _slice(segment: jpeg.Segment, number: int) -> bytes:
     if int.from_bytes(payload[4:8], "big") != number:
         raise CorruptMedia("the C2PA APP11 segments are out of order")
     return payload[8:] if number == 1 else payload[16:]
-
-
-def _without_store(segments: list[jpeg.Segment]) -> list[jpeg.Segment]:
-    instances = {bytes(segment.payload[2:4]) for segment in segments if _is_store_start(segment)}
-    return [segment for segment in segments
-            if not any(_is_store_part(segment, instance) for instance in instances)]
 
 
 class PngCarrier:

@@ -161,8 +161,11 @@ def verify_manifest(data: bytes, verify: Callable[[bytes, bytes], bool]) -> Veri
     None when the file carries no store. Raises what `read_manifest` raises.
     """
     manifest = read_manifest(data)
-    if manifest is None:
-        return None
+    return None if manifest is None else check_manifest(data, manifest, verify)
+
+
+def check_manifest(data: bytes, manifest: ReadManifest, verify: Callable[[bytes, bytes], bool]) -> Verification:
+    """`verify_manifest` for a manifest already read from `data`."""
     message = sig_structure(manifest.protected_bytes, manifest.claim_bytes)
     signature_valid = bool(verify(message, manifest.signature))
     return Verification(signature_valid, _data_hash_valid(data, manifest), _assertion_hashes(manifest))

@@ -27,7 +27,7 @@ from media_codecs.image import pixels
 from media_codecs.image.base import ImageCodec
 
 _SOI = b"\xff\xd8"
-_SOS, _EOI, _COM, _APP0, _APP1, _APP14 = 0xDA, 0xD9, 0xFE, 0xE0, 0xE1, 0xEE
+_SOS, _EOI, _COM, _APP0, _APP1, _APP11, _APP14 = 0xDA, 0xD9, 0xFE, 0xE0, 0xE1, 0xEB, 0xEE
 # T.81 table E.1: markers without a length field (TEM, RSTn); SOI/EOI are handled apart.
 _STANDALONE_MARKERS = frozenset({0x01, *range(0xD0, 0xD8)})
 # T.81 table B.1: SOF0..SOF15 except DHT (C4), JPG (C8) and DAC (CC).
@@ -39,6 +39,11 @@ _MAX_SEGMENT_PAYLOAD = 0xFFFF - 2  # the length field counts itself
 _MPF_HEADER = b"MPF\x00"  # CIPA DC-007 multi-picture index in APP2: the file holds several images
 _FILL_BYTES = re.compile(rb"\xff*")
 _SOS_MARKER = b"\xff\xda"  # entropy-coded data stuffs every 0xFF with 0x00, so this is always a marker
+# A C2PA manifest store travels in APP11 JPEG XT segments ("JP", box instance En, sequence Z): the
+# first one has the store's jumd UUID, starting "c2pa", at byte 24 of its payload (CI, En, Z, jumb
+# header, jumd header); the rest share its En (c2pa-rs jpeg_io.rs; C2PA 2.2 A.3.3).
+JPEG_XT = b"JP"
+_C2PA_MARK_OFFSET, _C2PA_MARK = 24, b"c2pa"
 
 MAX_HEADER_SEGMENTS = 4096
 MAX_SCANS = 100
@@ -65,6 +70,15 @@ class Segment:
     @property
     def is_exif(self) -> bool:
         return self.marker == _APP1 and self.payload_startswith(_EXIF_HEADER)
+
+    @property
+    def starts_c2pa_store(self) -> bool:
+        begin = self.payload_start + _C2PA_MARK_OFFSET
+        return (self.marker == _APP11 and self.payload_startswith(JPEG_XT)
+                and self.raw[begin : begin + len(_C2PA_MARK)] == _C2PA_MARK)
+
+    def continues_c2pa_store(self, box_instance: bytes) -> bool:
+        return self.marker == _APP11 and self.payload_startswith(JPEG_XT + box_instance)
 
     @property
     def is_metadata(self) -> bool:
@@ -162,6 +176,15 @@ def image_size(segments: list[Segment]) -> tuple[int, int]:
     return width, height
 
 
+def without_c2pa_store(segments: list[Segment]) -> list[Segment]:
+    """The segments less every APP11 segment of a C2PA manifest store (all of them, by box instance)."""
+    instances = {bytes(segment.payload[2:4]) for segment in segments if segment.starts_c2pa_store}
+    if not instances:
+        return segments
+    return [segment for segment in segments
+            if not any(segment.continues_c2pa_store(instance) for instance in instances)]
+
+
 def _xmp_index(segments: list[Segment]) -> int | None:
     return next((i for i, segment in enumerate(segments) if segment.is_xmp), None)
 
@@ -211,24 +234,24 @@ class JpegCodec(ImageCodec):
         return None if index is None else xmp.read_token(_xmp_packet(segments[index]))
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """Remove our token; the XMP segment goes too when nothing else is left in it.
+        """Remove our token and any C2PA manifest store (the other container a signed JPEG may gain:
+        `POST /v1/records/:id/c2pa/embed`); the XMP segment goes too when nothing else is left in it.
 
         Raises UnsupportedFormat, CorruptMedia.
         """
         media = self.media(content)
-        segments = list(media.container.segments)
+        segments = without_c2pa_store(media.container.segments)
+        changed = len(segments) != len(media.container.segments)
         index = _xmp_index(segments)
-        if index is None:
-            return media.data
-        packet = _xmp_packet(segments[index])
-        remaining = xmp.remove_token(packet)
-        if remaining == packet:
-            return media.data
-        if remaining is None:
-            del segments[index]
-        else:
-            segments[index] = make_segment(_APP1, XMP_HEADER + remaining)
-        return assemble(segments, media.container.tail)
+        packet = None if index is None else _xmp_packet(segments[index])
+        remaining = None if packet is None else xmp.remove_token(packet)
+        if packet is not None and remaining != packet:
+            segments, changed = list(segments), True
+            if remaining is None:
+                del segments[index]
+            else:
+                segments[index] = make_segment(_APP1, XMP_HEADER + remaining)
+        return assemble(segments, media.container.tail) if changed else media.data
 
     def decoder_input(self, media: Media) -> bytes:
         """SOI, the coding segments (tables, frame, restart interval, Adobe transform) and the scans."""

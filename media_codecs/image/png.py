@@ -27,6 +27,7 @@ from media_codecs.image.base import ImageCodec
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # XMP Specification Part 3, 1.1.5: iTXt, this keyword, and the packet as the text.
 XMP_KEYWORD = b"XML:com.adobe.xmp"
+C2PA_CHUNK_TYPE = b"caBX"  # a C2PA manifest store (C2PA 2.2 A.3.5)
 _MAX_CHUNK_LENGTH = 2**31 - 1  # PNG 5.3: lengths above this are invalid
 _MAX_XMP_BYTES = 16 * 1024 * 1024  # bound on inflating a compressed XMP chunk
 MAX_CHUNKS = 65_536
@@ -208,25 +209,25 @@ class PngCodec(ImageCodec):
         return None if index is None else xmp.read_token(xmp_packet(chunks[index]))
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """Remove our token; the XMP chunk goes too when nothing else is left in it.
+        """Remove our token and any C2PA manifest store (`caBX`, the other container a signed PNG may
+        gain); the XMP chunk goes too when nothing else is left in it.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge.
         """
         media = self.media(content)
-        chunks, trailer = media.container
+        all_chunks, trailer = media.container
+        chunks = [chunk for chunk in all_chunks if chunk.type != C2PA_CHUNK_TYPE]
+        changed = len(chunks) != len(all_chunks)
         index = _xmp_index(chunks)
-        if index is None:
-            return media.data
-        packet = xmp_packet(chunks[index])
-        remaining = xmp.remove_token(packet)
-        if remaining == packet:
-            return media.data
-        chunks = list(chunks)
-        if remaining is None:
-            del chunks[index]
-        else:
-            chunks[index] = make_xmp_chunk(remaining)
-        return assemble(chunks, trailer)
+        packet = None if index is None else xmp_packet(chunks[index])
+        remaining = None if packet is None else xmp.remove_token(packet)
+        if packet is not None and remaining != packet:
+            changed = True
+            if remaining is None:
+                del chunks[index]
+            else:
+                chunks[index] = make_xmp_chunk(remaining)
+        return assemble(chunks, trailer) if changed else media.data
 
     def decoder_input(self, media: Media) -> bytes:
         """IHDR, PLTE and tRNS, the image data joined into one IDAT, IEND.
