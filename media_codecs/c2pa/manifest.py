@@ -15,11 +15,15 @@ import hashlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import cbor2
 
 from media_codecs import jumbf
-from media_codecs.c2pa import carriers
+from media_codecs.c2pa import carriers, ingredients
+
+if TYPE_CHECKING:
+    from media_codecs.c2pa.upstream import UpstreamManifest
 
 COSE_ALG_ML_DSA_65 = -49  # RFC 9964
 COSE_ALG, COSE_KID, COSE_X5CHAIN = 1, 4, 33
@@ -44,6 +48,8 @@ def _uuid(prefix: bytes) -> bytes:
 
 STORE_UUID = _uuid(b"c2pa")
 MANIFEST_UUID = _uuid(b"c2ma")
+UPDATE_MANIFEST_UUID = _uuid(b"c2um")
+MANIFEST_UUIDS = (MANIFEST_UUID, UPDATE_MANIFEST_UUID)
 ASSERTION_STORE_UUID = _uuid(b"c2as")
 CBOR_UUID = _uuid(b"cbor")
 JSON_UUID = _uuid(b"json")
@@ -74,12 +80,14 @@ class ManifestFacts:
 Signer = Callable[[bytes], bytes]
 
 
-def embed(data: bytes, facts: ManifestFacts, sign: Signer) -> bytes:
+def embed(data: bytes, facts: ManifestFacts, sign: Signer, parent: UpstreamManifest | None = None) -> bytes:
     """Return JPEG or PNG `data` carrying a signed manifest store for `facts`, replacing any store it had.
 
-    `sign(message) -> signature` is the generator's ML-DSA-65 signer. Nothing may change the file
-    afterwards: the data hash covers every byte but the store's. Raises UnsupportedFormat for other
-    formats, CorruptMedia / MediaTooLarge for a bad file.
+    `sign(message) -> signature` is the generator's ML-DSA-65 signer. With a `parent` (the upstream
+    manifest kept at sign time, `upstream_from_store`), the store holds its manifests verbatim and ours
+    last, with the parent as our `parentOf` ingredient. Nothing may change the file afterwards: the data
+    hash covers every byte but the store's. Raises UnsupportedFormat for other formats, CorruptMedia /
+    MediaTooLarge for a bad file, ValueError when the parent already holds a manifest labelled as ours.
     """
     carrier = carriers.carrier_for(data)
     stripped = carrier.strip(data)
@@ -87,7 +95,7 @@ def embed(data: bytes, facts: ManifestFacts, sign: Signer) -> bytes:
     data_hash = hashlib.sha256(stripped).digest()
     length = 0
     for _ in range(_MAX_PASSES):
-        store = build_store(facts, sign, data_hash=data_hash, exclusion=(offset, length))
+        store = build_store(facts, sign, data_hash=data_hash, exclusion=(offset, length), parent=parent)
         wrapped_size = carrier.wrapped_size(len(store))
         if wrapped_size == length:
             return carriers.splice(stripped, offset, carrier.wrapped(store))
@@ -114,10 +122,15 @@ def strip_manifest(data: bytes) -> bytes:
     return carriers.carrier_for(data).strip(data)
 
 
-def build_store(facts: ManifestFacts, sign: Signer, *, data_hash: bytes, exclusion: tuple[int, int]) -> bytes:
-    """The JUMBF manifest store for `facts`, with a data hash over the file minus `exclusion` (start, length)."""
-    assertions = [cbor_assertion(label, content) for label, content in _assertion_contents(facts, data_hash,
-                                                                                             exclusion)]
+def build_store(facts: ManifestFacts, sign: Signer, *, data_hash: bytes, exclusion: tuple[int, int],
+                parent: UpstreamManifest | None = None) -> bytes:
+    """The JUMBF manifest store for `facts`, with a data hash over the file minus `exclusion` (start, length).
+
+    A `parent`'s manifests come first, byte for byte (its own ingredients keep resolving), ours last.
+    """
+    if parent is not None and facts.manifest_label in _labels(parent):
+        raise ValueError("the upstream store already holds a manifest with our label")
+    assertions = _assertions(facts, data_hash, exclusion, parent)
     claim = cbor2.dumps(_claim(facts, assertions))
     signature = cose_sign1(claim, _protected_header(facts), sign)
     manifest = jumbf.SuperBox(facts.manifest_label, MANIFEST_UUID, [
@@ -125,25 +138,37 @@ def build_store(facts: ManifestFacts, sign: Signer, *, data_hash: bytes, exclusi
         jumbf.SuperBox(CLAIM_LABEL, CLAIM_UUID, [jumbf.ContentBox(b"cbor", claim)]),
         jumbf.SuperBox(SIGNATURE_LABEL, SIGNATURE_UUID, [jumbf.ContentBox(b"cbor", signature)]),
     ])
-    return jumbf.write(jumbf.SuperBox("c2pa", STORE_UUID, [manifest]))
+    upstream = b"".join(parent.manifest_boxes) if parent is not None else b""
+    description = jumbf.description_box(jumbf.SuperBox("c2pa", STORE_UUID))
+    return jumbf.box(jumbf.SUPERBOX, description + upstream + jumbf.write(manifest))
+
+
+def _labels(parent: UpstreamManifest) -> set[str]:
+    return {jumbf.read(box).label for box in parent.manifest_boxes}
 
 
 def cbor_assertion(label: str, content: dict) -> jumbf.SuperBox:
     return jumbf.SuperBox(label, CBOR_UUID, [jumbf.ContentBox(b"cbor", cbor2.dumps(content))])
 
 
-def _assertion_contents(facts: ManifestFacts, data_hash: bytes, exclusion: tuple[int, int]) -> list[tuple[str, dict]]:
+def _assertions(facts: ManifestFacts, data_hash: bytes, exclusion: tuple[int, int],
+                parent: UpstreamManifest | None) -> list[jumbf.SuperBox]:
+    """The assertion boxes in store order: the ingredient first (the opened action hashes it), then the rest."""
     created: dict = {"action": "c2pa.created", "digitalSourceType": TRAINED_ALGORITHMIC_MEDIA,
                      "softwareAgent": {"name": facts.claim_generator, "version": facts.claim_generator_version}}
     if facts.created_at:
         created["when"] = facts.created_at
+    leading = []
+    if parent is not None:
+        leading.append(cbor_assertion(ingredients.INGREDIENT_LABEL, ingredients.ingredient_content(parent)))
+        created = ingredients.opened_action(created, hashed_uri(leading[0]))
     provenance = {"record_id": facts.record_id, "model": facts.model, "generator_id": facts.generator_id,
                   "signature_algorithm": SIGNATURE_ALGORITHM, "kid": facts.kid, "token": facts.token}
     contents = [(ACTIONS_LABEL, {"actions": [created]}), (PROVENANCE_LABEL, provenance)]
     if facts.watermark_id is not None:
         contents.append((SOFT_BINDING_LABEL, soft_binding(facts.watermark_id)))
     contents.append((DATA_HASH_LABEL, data_hash_content(data_hash, exclusion)))
-    return contents
+    return leading + [cbor_assertion(label, content) for label, content in contents]
 
 
 def soft_binding(watermark_id: int) -> dict:

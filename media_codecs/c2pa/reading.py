@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cbor2
 
@@ -25,7 +25,7 @@ from media_codecs.c2pa.manifest import (
     DATA_HASH_LABEL,
     HEADER_PUBLIC_KEY,
     HEADER_PUBLIC_KEY_URL,
-    MANIFEST_UUID,
+    MANIFEST_UUIDS,
     PROVENANCE_LABEL,
     SIGNATURE_LABEL,
     SOFT_BINDING_LABEL,
@@ -35,6 +35,7 @@ from media_codecs.c2pa.manifest import (
 )
 from media_codecs.errors import CorruptMedia
 
+INGREDIENT_LABELS = ("c2pa.ingredient", "c2pa.ingredient.v2", "c2pa.ingredient.v3")
 _CBOR_ERRORS = (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, RecursionError, LookupError)
 _MAX_EXCLUSIONS = 64
 
@@ -53,7 +54,8 @@ class ReadManifest:
     signature: bytes
     store_start: int
     store_length: int
-    manifest_count: int
+    manifest_count: int  # manifests in the store: 1 for ours alone, more when it carries upstream ones
+    unprotected: dict = field(default_factory=dict)
 
     @property
     def alg(self) -> object:
@@ -66,7 +68,8 @@ class ReadManifest:
 
     @property
     def certificate_chain(self) -> list[bytes]:
-        chain = self.protected.get(COSE_X5CHAIN)
+        """x5chain, end-entity first: the protected header's, else the unprotected one's (C2PA 1.x wrote it there)."""
+        chain = self.protected.get(COSE_X5CHAIN, self.unprotected.get(COSE_X5CHAIN))
         if isinstance(chain, bytes):
             return [chain]
         return [c for c in chain if isinstance(c, bytes)] if isinstance(chain, list | tuple) else []
@@ -89,6 +92,17 @@ class ReadManifest:
         value = self.assertions.get(SOFT_BINDING_LABEL)
         return value if isinstance(value, dict) else None
 
+    @property
+    def ingredients(self) -> list[dict]:
+        """The decoded ingredient assertions (`c2pa.ingredient`, `.v2`, `.v3`, with any `__n` instance)."""
+        return [value for label, value in self.assertions.items()
+                if label.split("__")[0] in INGREDIENT_LABELS and isinstance(value, dict)]
+
+    @property
+    def parent(self) -> dict | None:
+        """The `parentOf` ingredient, or None."""
+        return next((i for i in self.ingredients if i.get("relationship") == "parentOf"), None)
+
 
 @dataclass(frozen=True)
 class Verification:
@@ -110,30 +124,38 @@ def read_manifest(data: bytes) -> ReadManifest | None:
     found = carriers.carrier_for(data).find(data)
     if found is None:
         return None
-    store = jumbf.read(found.store)
+    manifests = store_manifests(found.store)
+    return parse_manifest(manifests[-1], found.start, found.length, len(manifests))
+
+
+def store_manifests(store_bytes: bytes) -> list[jumbf.SuperBox]:
+    """The manifest superboxes of a JUMBF manifest store, in order (the last is active). Raises CodecError."""
+    store = jumbf.read(store_bytes)
     if store.uuid != STORE_UUID:
         raise CorruptMedia("the JUMBF data is not a C2PA manifest store")
-    manifests = [box for box in store.superboxes() if box.uuid == MANIFEST_UUID]
+    manifests = [box for box in store.superboxes() if box.uuid in MANIFEST_UUIDS]
     if not manifests:
         raise CorruptMedia("the C2PA manifest store holds no manifest")
-    return _read_active(manifests[-1], found, len(manifests))
+    return manifests
 
 
-def _read_active(manifest: jumbf.SuperBox, found: carriers.Found, count: int) -> ReadManifest:
+def parse_manifest(manifest: jumbf.SuperBox, store_start: int, store_length: int, count: int) -> ReadManifest:
+    """One manifest superbox parsed: claim, COSE_Sign1 headers and CBOR assertions. Raises CorruptMedia."""
     claim_bytes = _cbor_content(manifest.child(CLAIM_LABEL) or manifest.child("c2pa.claim"), "claim")
     sign1 = _decode(_cbor_content(manifest.child(SIGNATURE_LABEL), "signature"), "signature")
     if (not isinstance(sign1, cbor2.CBORTag) or sign1.tag != COSE_SIGN1_TAG or not isinstance(sign1.value, list | tuple)
             or len(sign1.value) != 4 or not isinstance(sign1.value[0], bytes) or not isinstance(sign1.value[3], bytes)):
         raise CorruptMedia("the C2PA claim signature is not a COSE_Sign1")
-    protected = _decode(sign1.value[0], "protected header")
+    protected = _decode(sign1.value[0], "protected header") if sign1.value[0] else {}
     claim = _decode(claim_bytes, "claim")
     if not isinstance(protected, dict) or not isinstance(claim, dict):
         raise CorruptMedia("the C2PA claim or its signature header is not a map")
+    unprotected = sign1.value[1] if isinstance(sign1.value[1], dict) else {}
     assertion_store = manifest.child("c2pa.assertions")
     boxes = {box.label: box for box in (assertion_store.superboxes() if assertion_store else [])}
     assertions = {label: _assertion_value(box) for label, box in boxes.items()}
     return ReadManifest(manifest.label, claim, claim_bytes, assertions, {k: b.raw for k, b in boxes.items()},
-                        protected, sign1.value[0], sign1.value[3], found.start, found.length, count)
+                        protected, sign1.value[0], sign1.value[3], store_start, store_length, count, unprotected)
 
 
 def _cbor_content(box: jumbf.SuperBox | None, what: str) -> bytes:
@@ -173,13 +195,16 @@ def check_manifest(data: bytes, manifest: ReadManifest, verify: Callable[[bytes,
 
 def _data_hash_valid(data: bytes, manifest: ReadManifest) -> bool:
     binding = manifest.assertions.get(DATA_HASH_LABEL)
-    if not isinstance(binding, dict) or binding.get("alg", manifest.claim.get("alg")) != "sha256":
-        return False
+    return isinstance(binding, dict) and data_hash_matches(data, binding, manifest)
+
+
+def data_hash_matches(data: bytes, binding: dict, manifest: ReadManifest) -> bool:
+    """Whether `c2pa.hash.data` hashes `data` minus its exclusions, which must cover the manifest store."""
+    digest = _hasher(binding.get("alg", manifest.claim.get("alg")))
     exclusions = binding.get("exclusions") or []
-    if not isinstance(exclusions, list | tuple) or len(exclusions) > _MAX_EXCLUSIONS:
+    if digest is None or not isinstance(exclusions, list | tuple) or len(exclusions) > _MAX_EXCLUSIONS:
         return False
-    digest, position = hashlib.sha256(), 0
-    view = memoryview(data)
+    position, view = 0, memoryview(data)
     try:
         ranges = sorted((int(item["start"]), int(item["length"])) for item in exclusions)
     except (*_CBOR_ERRORS, KeyError):
@@ -196,14 +221,36 @@ def _data_hash_valid(data: bytes, manifest: ReadManifest) -> bool:
     return covered and digest.digest() == binding.get("hash")
 
 
+def assertion_references(manifest: ReadManifest) -> list[dict]:
+    """The claim's hashed-URI maps: `created_assertions` + `gathered_assertions` (v2) or `assertions` (v1)."""
+    groups = [manifest.claim.get(key) for key in ("created_assertions", "gathered_assertions", "assertions")]
+    return [item for group in groups if isinstance(group, list | tuple) for item in group
+            if isinstance(item, dict) and isinstance(item.get("url"), str)]
+
+
+def assertion_hash_matches(manifest: ReadManifest, reference: dict) -> bool | None:
+    """Whether the assertion a hashed URI names hashes to its value; None when the manifest lacks it."""
+    label = assertion_label(reference["url"], manifest.label)
+    raw = manifest.assertion_boxes.get(label) if label else None
+    if raw is None:
+        return None
+    digest = _hasher(reference.get("alg", manifest.claim.get("alg")))
+    if digest is None:
+        return False
+    digest.update(superbox_content(raw))
+    return digest.digest() == reference.get("hash")
+
+
+def assertion_label(url: str, manifest_label: str) -> str | None:
+    """The assertion label of `self#jumbf=c2pa.assertions/<label>` or of the absolute form in this manifest."""
+    prefixes = ("self#jumbf=c2pa.assertions/", f"self#jumbf=/c2pa/{manifest_label}/c2pa.assertions/")
+    return next((url[len(prefix):] for prefix in prefixes if url.startswith(prefix)), None)
+
+
+def _hasher(alg: object) -> hashlib._Hash | None:
+    return hashlib.new(alg) if alg in ("sha256", "sha384", "sha512") else None
+
+
 def _assertion_hashes(manifest: ReadManifest) -> dict[str, bool]:
-    results = {}
-    references = [manifest.claim.get(key) for key in ("created_assertions", "gathered_assertions")]
-    for reference in [item for group in references if isinstance(group, list | tuple) for item in group]:
-        if not isinstance(reference, dict) or not isinstance(reference.get("url"), str):
-            continue
-        url = reference["url"]
-        label = url.rsplit("/", 1)[-1]
-        raw = manifest.assertion_boxes.get(label)
-        results[url] = raw is not None and hashlib.sha256(superbox_content(raw)).digest() == reference.get("hash")
-    return results
+    return {reference["url"]: bool(assertion_hash_matches(manifest, reference))
+            for reference in assertion_references(manifest)}
