@@ -14,9 +14,10 @@ from generators.models import GeneratorKey
 from generators.selectors import current_key
 from generators.services import generator_signing_seed
 from media_codecs import CodecError, Media, detect
-from media_codecs.c2pa import ManifestFacts, embed, self_signed_certificate
+from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, self_signed_certificate, upstream_from_store
 from provenance import crypto
 from provenance.hashing import content_hash_of_parts
+from provenance.models import Record
 from provenance.selectors import record_for_embed, record_token
 from provenance.signing import NO_WATERMARK, codec_errors
 
@@ -36,7 +37,8 @@ def record_c2pa_embed(*, org: Organization, record_id: uuid.UUID, data: bytes) -
 
     Checks, in order: plan (402) and owner email (403), the record (404) and its generator's organization
     (403), revoked (403), client-managed (400), format (400), the content hash against the record's (400).
-    Consumes no signature of the quota.
+    Consumes no signature of the quota. A manifest the image carried when it was signed (kept with the
+    record) becomes the `parentOf` ingredient of ours.
     """
     require_feature(org, "c2pa_embed")
     record = record_for_embed(org=org, record_id=record_id)
@@ -58,8 +60,16 @@ def record_c2pa_embed(*, org: Organization, record_id: uuid.UUID, data: bytes) -
         watermark_id=None if record.watermark_id == NO_WATERMARK else int(record.watermark_id, 16),
         claim_generator=CLAIM_GENERATOR, created_at=record.signed_at.isoformat().replace("+00:00", "Z"))
     with codec_errors(media.codec):
-        embedded = embed(media.data, facts, lambda message: crypto.sign(seed, message))
+        embedded = embed(media.data, facts, lambda message: crypto.sign(seed, message), parent=_parent(record))
     return EmbeddedAsset(embedded, media.codec.mime_type)
+
+
+def _parent(record: Record) -> UpstreamManifest | None:
+    """The manifest the upload carried when it was signed, to become our `parentOf` ingredient."""
+    kept = getattr(record, "upstream_manifest", None)  # loaded with the record; absent for most
+    if kept is None:
+        return None
+    return upstream_from_store(bytes(kept.store), format=kept.format, validation_results=kept.validation_results)
 
 
 def _signed_asset(data: bytes, content_hash: str) -> Media:

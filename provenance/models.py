@@ -112,3 +112,20 @@ class Fingerprint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.value & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+class RecordUpstreamManifest(models.Model):
+    """The C2PA manifest store an image carried when it was signed (POST /v1/sign). Signing removes it from
+    the signed file, since the watermark changes the pixels its hard binding covers; it is kept here with
+    the validation result it had against the upload, and `POST /v1/records/:id/c2pa/embed` carries it as
+    the `parentOf` ingredient of our manifest (docs/decisions.md, "Upstream manifests")."""
+
+    record = models.OneToOneField(Record, primary_key=True, on_delete=models.CASCADE,
+                                  related_name="upstream_manifest")
+    store = models.BinaryField()  # the JUMBF store verbatim, at most media_codecs.c2pa.MAX_UPSTREAM_STORE_BYTES
+    format = models.CharField(max_length=40)  # the MIME type of the upload it came in
+    label = models.CharField(max_length=200)  # its active manifest's label
+    validation_results = models.JSONField()  # C2PA validation results of that manifest at signing
+
+    def __str__(self) -> str:
+        return f"upstream {self.label} of {self.record_id}"

@@ -31,7 +31,7 @@ def public_record_get(*, record_id: uuid.UUID) -> Record:
 def record_for_embed(*, org: Organization, record_id: uuid.UUID) -> Record:
     """A record whose signed asset the caller may embed a C2PA manifest into. Records are public, so
     another organization's answers 403 (the spec's Errors table), not 404. Raises NotFound, Forbidden."""
-    record = Record.objects.select_related("generator").filter(pk=record_id).first()
+    record = Record.objects.select_related("generator", "upstream_manifest").filter(pk=record_id).first()
     if record is None:
         raise NotFound("Record not found.")
     if record.generator.org_id != org.pk:

@@ -16,8 +16,9 @@ from config.errors import ApiError, GeneratorServerManaged, SignatureInvalid, Si
 from config.hot_sql import RowInserter
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
+from media_codecs.c2pa import UpstreamManifest
 from provenance import crypto
-from provenance.models import FingerprintKind, Record, RecordFingerprint
+from provenance.models import FingerprintKind, Record, RecordFingerprint, RecordUpstreamManifest
 from provenance.payload import SIGNED_FIELDS, signed_payload_bytes
 from provenance.phash_bands import signed_value
 from webhooks.events import events_emit
@@ -41,6 +42,7 @@ class RecordDraft:
     fingerprint_kind: str | None = None  # what `phash` is: the codec's kind (sign), image-phash (records)
     more_fingerprints: tuple[str, ...] = ()  # further values of the same kind (a video's later frames)
     record_id: uuid.UUID | None = None  # preset when the token was minted before storing (POST /v1/sign)
+    upstream: UpstreamManifest | None = None  # the C2PA manifest the upload carried (POST /v1/sign)
 
 
 def record_create(*, org: Organization, draft: RecordDraft) -> Record:
@@ -58,6 +60,7 @@ def records_create(*, org: Organization, drafts: list[RecordDraft]) -> list[Reco
         with transaction.atomic():
             _insert_records(records)
             _insert_more_fingerprints(records, drafts)
+            _insert_upstream_manifests(records, drafts)
             audit_write_many(org=org, type="sign", metadatas=[_sign_metadata(r) for r in records])
             usage = usage_consume(org=org, count=len(records))  # last: the counter row stays locked until commit only
             # One delivery round after commit: a record.created per record, then any quota crossing.
@@ -190,6 +193,14 @@ def _insert_more_fingerprints(records: list[Record], drafts: list[RecordDraft]) 
             if value != draft.phash]  # a trigger adds each value to Fingerprint
     if more:
         RecordFingerprint.objects.bulk_create(more)
+
+
+def _insert_upstream_manifests(records: list[Record], drafts: list[RecordDraft]) -> None:
+    kept = [RecordUpstreamManifest(record=record, store=draft.upstream.store, format=draft.upstream.format,
+                                   label=draft.upstream.label, validation_results=draft.upstream.validation_results)
+            for record, draft in zip(records, drafts, strict=True) if draft.upstream is not None]
+    if kept:
+        RecordUpstreamManifest.objects.bulk_create(kept)
 
 
 def _sign_metadata(record: Record) -> dict:

@@ -12,6 +12,7 @@ from config.errors import FormatNotSupported, GeneratorClientManaged, PayloadToo
 from generators.selectors import generator_for_signing
 from generators.services import generator_signing_seed
 from media_codecs import Codec, CodecError, CorruptMedia, Media, MediaTooLarge, detect
+from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
 from provenance import crypto
 from provenance.hashing import content_hash_of_parts
 from provenance.models import Record
@@ -21,6 +22,7 @@ from provenance.services import RecordDraft, record_create
 
 # The signed `watermark_id` of content whose format carries no watermark (video: a fingerprint only).
 NO_WATERMARK = "none"
+C2PA_FORMATS = ("jpeg", "png")  # where an upload may carry a C2PA manifest store we keep
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,10 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     declared family's (400), structure and size limits (413), quota (402). The watermark is embedded
     where the format has one. Raises those ApiErrors, ValidationFailed for malformed media, and
     FormatNotSupported for content the codecs cannot handle.
+
+    A C2PA manifest store in a JPEG or PNG is validated against the upload, removed from the signed file
+    (the watermark changes the pixels its hard binding covers, so readers would show it as tampered) and
+    kept with the record, to become the `parentOf` ingredient of the manifest the embed route adds.
     """
     key = generator_for_signing(org=org, generator_id=generator_id)
     if not key.generator.is_server_managed:
@@ -46,6 +52,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     media = _media_for(data, declared_family, key.generator.supported_formats)
     codec = media.codec
     usage_precheck(org=org, count=1)
+    media, upstream = _without_upstream_manifest(media)
     record_id = uuid.uuid4()
     token = record_token(record_id)
     watermark_id = NO_WATERMARK
@@ -65,7 +72,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
         phash=fingerprints[0] if fingerprints else None,
         fingerprint_kind=codec.fingerprint_kind if fingerprints else None, format=codec.family,
-        record_id=record_id, more_fingerprints=tuple(fingerprints[1:])))
+        record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream))
     return SignedContent(data=signed.data, record=record, token=token, codec=codec)
 
 
@@ -80,6 +87,24 @@ def codec_errors(codec: Codec) -> Iterator[None]:
         raise ValidationFailed(details={"content": [f"The {codec.format} file is malformed: {error}"]}) from None
     except CodecError as error:
         raise FormatNotSupported(f"This {codec.format} file cannot be signed: {error}") from None
+
+
+def _without_upstream_manifest(media: Media) -> tuple[Media, UpstreamManifest | None]:
+    """The upload without its C2PA store, and that store validated; the upload as is when it has none."""
+    if media.codec.format not in C2PA_FORMATS:
+        return media, None
+    try:
+        upstream = validate_upstream(media.data)
+    except MediaTooLarge as error:
+        raise PayloadTooLarge(f"The content's C2PA manifest is over the limits: {error}") from None
+    except CodecError as error:
+        raise ValidationFailed(details={"content": [
+            f"The C2PA manifest in this file is malformed ({error}); remove it or send the file as its "
+            "producer wrote it."]}) from None
+    if upstream is None:
+        return media, None
+    with codec_errors(media.codec):
+        return media.codec.open(strip_manifest(media.data)), upstream
 
 
 def _media_for(data: bytes, declared_family: str | None, supported: list[str]) -> Media:

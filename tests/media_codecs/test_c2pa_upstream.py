@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 from conftest import decoded, encode, photo
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.mldsa import MLDSA65PrivateKey
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from media_codecs import CodecError, CorruptMedia, MediaTooLarge, jumbf
 from media_codecs.c2pa import (
@@ -42,76 +41,16 @@ from media_codecs.c2pa.manifest import CBOR_UUID, CLAIM_UUID, MANIFEST_UUID, SIG
 
 c2pa = pytest.importorskip("c2pa")
 
+from tests.c2pa_upstream import READ_SETTINGS as _READ_SETTINGS  # noqa: E402 (c2pa first: it may be absent)
+from tests.c2pa_upstream import TRAINED  # noqa: E402
+from tests.c2pa_upstream import c2pa_sign as _c2pa_sign  # noqa: E402
+from tests.c2pa_upstream import certificate_name as _name  # noqa: E402
+
 EXPECTED_FAILURES = ["algorithm.unsupported", "claimSignature.mismatch"]
-TRAINED = "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"
 MOMENT = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 OUR_LABEL = "urn:c2pa:0f0e0d0c-0b0a-4908-8706-050403020100"
 FORMATS = {"jpeg": ("JPEG", "image/jpeg"), "png": ("PNG", "image/png")}
 EMPTY_RESULTS = {"activeManifest": {"success": [], "informational": [], "failure": []}}
-_READ_SETTINGS = {"verify": {"remote_manifest_fetch": False, "ocsp_fetch": False}}
-
-
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name),
-                      x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Upstream Labs")])
-
-
-def _key_usage(*, signing: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(digital_signature=signing, content_commitment=False, key_encipherment=False,
-                         data_encipherment=False, key_agreement=False, key_cert_sign=not signing, crl_sign=not signing,
-                         encipher_only=False, decipher_only=False)
-
-
-def _issue(subject: str, public_key: object, ca_key: object, *, is_ca: bool,
-           algorithm: object = None) -> x509.Certificate:
-    """A v3 certificate from the upstream CA: what c2pa-rs's profile check wants (EKU, AKI, SKI)."""
-    builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name("Upstream CA"))
-               .public_key(public_key).serial_number(x509.random_serial_number())
-               .not_valid_before(MOMENT).not_valid_after(MOMENT + datetime.timedelta(days=3650))
-               .add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True)
-               .add_extension(_key_usage(signing=not is_ca), critical=True)
-               .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False))
-    if not is_ca:
-        ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-        key_identifier = x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski)
-        builder = (builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.EMAIL_PROTECTION]), critical=False)
-                   .add_extension(key_identifier, critical=False))
-    return builder.sign(ca_key, algorithm)
-
-
-@functools.cache
-def _ca_key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-@functools.cache
-def _es256_chain() -> tuple[bytes, bytes]:
-    """(PEM of end-entity + CA certificates, PEM of the end-entity's PKCS#8 key)."""
-    ca_key, ee_key = _ca_key(), ec.generate_private_key(ec.SECP256R1())
-    ca = _issue("Upstream CA", ca_key.public_key(), ca_key, is_ca=True, algorithm=hashes.SHA256())
-    ee = _issue("Upstream Generator", ee_key.public_key(), ca_key, is_ca=False, algorithm=hashes.SHA256())
-    pem = ee.public_bytes(serialization.Encoding.PEM) + ca.public_bytes(serialization.Encoding.PEM)
-    key = ee_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                               serialization.NoEncryption())
-    return pem, key
-
-
-def _c2pa_sign(data: bytes, mime: str, *, parent: bool = False, thumbnail: bool = False) -> bytes:
-    """`data` signed by c2pa-python: a created AI image, or (parent=True) an edit whose parent is `data`."""
-    pem, key = _es256_chain()
-    signer = c2pa.Signer.from_info(c2pa.C2paSignerInfo(alg=b"es256", sign_cert=pem, private_key=key, ta_url=None))
-    context = c2pa.Context.from_dict({**_READ_SETTINGS, "builder": {"thumbnail": {"enabled": thumbnail}}})
-    definition: dict = {"claim_generator_info": [{"name": "Upstream Generator", "version": "3.1"}],
-                        "title": f"generated.{mime.split('/')[1]}"}
-    if not parent:
-        definition["assertions"] = [{"label": "c2pa.actions.v2", "data": {"actions": [
-            {"action": "c2pa.created", "digitalSourceType": TRAINED}]}}]
-    builder = c2pa.Builder(definition, context=context)
-    if parent:
-        builder.set_intent(c2pa.C2paBuilderIntent.EDIT)
-    output = io.BytesIO()
-    builder.sign(signer, mime, io.BytesIO(data), output)
-    return output.getvalue()
 
 
 @functools.cache

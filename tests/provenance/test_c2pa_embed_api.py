@@ -239,7 +239,7 @@ def test_a_client_managed_record_is_400(client, growth):
 
 
 def test_content_that_is_not_the_records_asset_is_400(client, generator):
-    signed, record_id = _signed(client, generator, photo_bytes("astronaut", "jpeg"))
+    _, record_id = _signed(client, generator, photo_bytes("astronaut", "jpeg"))
     other, _ = _signed(client, generator, photo_bytes("camera", "jpeg"))
     for content in (other, photo_bytes("astronaut", "jpeg")):
         response = _embed(client, record_id, content)
@@ -256,7 +256,7 @@ def test_a_format_without_c2pa_carriage_is_400(client, generator):
 
 
 def test_an_asset_over_50_mb_is_413(client, generator):
-    signed, record_id = _signed(client, generator, photo_bytes("astronaut", "jpeg"))
+    _, record_id = _signed(client, generator, photo_bytes("astronaut", "jpeg"))
     big = io.BytesIO(b"\xff\xd8" + b"\x00" * (50 * 1024 * 1024 + 1))
     response = client.post(_url(record_id), {"content": big}, format="multipart")
     assert response.status_code == 413 and response.json()["error"] == "payload_too_large"
@@ -271,3 +271,55 @@ def test_unknown_record_missing_content_and_no_key(client, generator, api_client
     anonymous = _embed(api_client, record_id, signed)
     assert anonymous.status_code == 401
     assert Record.objects.count() == 1
+
+
+# --- an upload that already carries a C2PA manifest (made by c2pa-python's own signer) ----------------------
+
+
+def _upstream_signed(fmt: str) -> bytes:
+    from tests.c2pa_upstream import c2pa_sign
+
+    return c2pa_sign(photo_bytes("astronaut", fmt), f"image/{fmt}")
+
+
+@pytest.mark.parametrize("fmt", ["jpeg", "png"])
+def test_an_upstream_manifest_is_kept_with_the_record_and_becomes_our_parent_ingredient(client, generator,
+                                                                                       api_client, fmt):
+    upload = _upstream_signed(fmt)
+    upstream_label = read_manifest(upload).label
+    signed, record_id = _signed(client, generator, upload)
+    # The signed file carries no broken upstream manifest: the store went to the record.
+    assert read_manifest(signed) is None
+    kept = Record.objects.get(pk=record_id).upstream_manifest
+    assert kept.label == upstream_label and kept.format == f"image/{fmt}"
+    results = kept.validation_results["activeManifest"]
+    assert {"claimSignature.validated", "assertion.dataHash.match"} <= {s["code"] for s in results["success"]}
+    assert [f["code"] for f in results["failure"]] == ["signingCredential.untrusted"]
+    assert verify(api_client, signed)["authentic"]
+
+    embedded = _embed(client, record_id, signed).content
+    report = _c2pa_report(embedded, f"image/{fmt}")
+    ours = report["active_manifest"]
+    assert set(report["manifests"]) == {ours, upstream_label}
+    assert _codes(report, "failure") == EXPECTED_FAILURES
+    assert _codes(report, "success") == ["assertion.hashedURI.match"] * 5 + ["assertion.dataHash.match"]
+    ingredient, = report["manifests"][ours]["ingredients"]
+    assert ingredient["relationship"] == "parentOf" and ingredient["active_manifest"] == upstream_label
+    assert ingredient["validation_results"]["activeManifest"] == kept.validation_results["activeManifest"]
+    delta, = report["validation_results"]["ingredientDeltas"]
+    assert delta["validationDeltas"]["failure"] == []
+
+    result = verify(api_client, embedded)
+    assert (result["authentic"], result["token_source"]) == (True, "c2pa")
+    again = _embed(client, record_id, embedded).content
+    assert read_manifest(again).manifest_count == 2  # replaced, never stacked
+
+
+def test_a_malformed_upstream_manifest_is_refused_at_signing(client, generator):
+    upload = bytearray(_upstream_signed("png"))
+    store_at = upload.index(b"caBX") + 4
+    upload[store_at + 40 : store_at + 60] = b"\xff" * 20  # inside the JUMBF boxes (the PNG CRC is not checked)
+    response = sign(client, generator, bytes(upload), model=MODEL)
+    assert response.status_code == 400 and response.json()["error"] == "validation_error"
+    assert "C2PA manifest" in response.json()["details"]["content"][0]
+    assert not Record.objects.exists()
