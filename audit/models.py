@@ -22,6 +22,9 @@ class AuditEvent(models.Model):
         WEBHOOK_CREATED = "webhook.created"
         WEBHOOK_UPDATED = "webhook.updated"
         WEBHOOK_DELETED = "webhook.deleted"
+        # Staff changed the plan (admin or `set_plan`); metadata: plan, billing_interval, the previous
+        # ones and `actor`.
+        PLAN_CHANGED = "billing.plan_changed"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")

@@ -7,6 +7,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import Organization
+from audit.models import AuditEvent
+from audit.services import audit_write
 from billing.models import UsageCounter
 from billing.periods import period_start
 from billing.plans import BILLING_INTERVALS, PLANS, get_plan, upgrade_url
@@ -26,17 +28,27 @@ class UsageAfter:
     events: tuple[tuple[str, dict], ...] = ()
 
 
-def plan_change(*, org: Organization, plan: str, billing_interval: str | None = None) -> Organization:
-    """Move an organization to `plan` (and optionally `billing_interval`). ValueError for unknown values."""
+def plan_change(*, org: Organization, plan: str, billing_interval: str | None = None, actor: str = "") -> Organization:
+    """Move an organization to `plan` (and optionally `billing_interval`), writing audit `billing.plan_changed`
+    with `actor` (who asked: a staff email, or the command). ValueError for unknown values.
+
+    A new plan re-arms this period's quota.limit announcement: the one made under the old allowance
+    said nothing about the new one.
+    """
     if plan not in PLANS:
         raise ValueError(f"unknown plan {plan!r}")
     if billing_interval is not None and billing_interval not in BILLING_INTERVALS:
         raise ValueError(f"unknown billing interval {billing_interval!r}")
     with transaction.atomic():
-        fields = {"plan": plan}
-        if billing_interval:
-            fields["billing_interval"] = billing_interval
+        before = Organization.objects.select_for_update().values("plan", "billing_interval").get(pk=org.pk)
+        fields = {"plan": plan, "billing_interval": billing_interval or before["billing_interval"]}
         Organization.objects.filter(pk=org.pk).update(**fields)
+        if plan != before["plan"]:
+            UsageCounter.objects.filter(org=org, period_start=period_start(timezone.now())).update(
+                limit_announced=False)
+        audit_write(org=org, type=AuditEvent.Type.PLAN_CHANGED,
+                    metadata={**fields, "previous_plan": before["plan"],
+                              "previous_billing_interval": before["billing_interval"], "actor": actor})
     for name, value in fields.items():
         setattr(org, name, value)
     return org

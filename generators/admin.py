@@ -20,8 +20,9 @@ class GeneratorKeyInline(admin.TabularInline):
 @admin.register(Generator)
 class GeneratorAdmin(admin.ModelAdmin):
     list_display = ("name", "org", "mode", "status", "created_at")
-    list_filter = ("mode", "status")
-    search_fields = ("name", "id", "org__name")
+    list_filter = ("mode", "status", ("created_at", admin.DateFieldListFilter))
+    list_select_related = ("org",)
+    search_fields = ("name", "id", "org__name", "org__id")
     fields = ("id", "org", "name", "mode", "status", "supported_formats", "created_at", "revoked_at")
     readonly_fields = fields
     inlines = [GeneratorKeyInline]
@@ -29,6 +30,9 @@ class GeneratorAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # its records would go with it; revoking is how a generator ends
 
     @admin.action(description="Revoke selected generators (final)")
     def revoke(self, request, queryset) -> None:

@@ -9,6 +9,7 @@ from teams.models import Invite
 class InviteAdmin(admin.ModelAdmin):
     list_display = ("email", "role", "org", "created_at", "expires_at", "accepted_at")
     list_filter = ("role",)
+    list_select_related = ("org",)
     search_fields = ("email", "org__name")
     fields = ("id", "org", "email", "role", "inviter", "created_at", "expires_at", "accepted_at")
     readonly_fields = fields

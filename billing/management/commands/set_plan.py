@@ -19,7 +19,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, org: str, plan: str, interval: str | None, **options):
         organization = _find_org(org)
-        plan_change(org=organization, plan=plan, billing_interval=interval)
+        plan_change(org=organization, plan=plan, billing_interval=interval, actor="manage.py set_plan")
         organization.refresh_from_db()
         self.stdout.write(f"{organization.name} ({organization.pk}): plan {organization.plan}, "
                           f"billing {organization.billing_interval}")

@@ -6,22 +6,16 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff_client(client):
-    staff = User.objects.create_superuser("staff@example.com", "staff-password")
-    client.force_login(staff)
-    return client
-
-
-def test_staff_can_change_an_organizations_plan(staff_client, org):
+def test_the_organization_form_never_edits_the_plan_directly(staff_client, org):
     page = staff_client.get(f"/admin/accounts/organization/{org.pk}/change/")
-    assert page.status_code == 200 and b'name="plan"' in page.content
+    assert page.status_code == 200 and b'name="plan"' not in page.content
+    assert f"/admin/accounts/organization/{org.pk}/set-plan/".encode() in page.content
     response = staff_client.post(f"/admin/accounts/organization/{org.pk}/change/",
-                                 {"name": org.name, "plan": "growth", "billing_interval": "annual",
+                                 {"name": "Renamed", "plan": "growth", "billing_interval": "annual",
                                   "users-TOTAL_FORMS": "0", "users-INITIAL_FORMS": "0"})
     assert response.status_code == 302
     org.refresh_from_db()
-    assert (org.plan, org.billing_interval) == ("growth", "annual")
+    assert (org.name, org.plan, org.billing_interval) == ("Renamed", "free", "monthly")
 
 
 def test_the_api_key_admin_never_shows_key_material(staff_client, org):

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from accounts.credentials import digest, new_url_token
-from accounts.models import ApiKey, EmailToken, TwoFactorChallenge, User
+from accounts.models import ApiKey, EmailToken, Organization, TwoFactorChallenge
 from accounts.services.two_factor import two_factor_setup
 from audit.services import audit_write
 from billing.models import UsageCounter
@@ -24,13 +24,6 @@ pytestmark = pytest.mark.django_db
 
 # A secret shown in part is still shown: any run of this many characters of one counts.
 SHOWN_PREFIX = 12
-
-
-@pytest.fixture
-def staff_client(client):
-    staff = User.objects.create_superuser("staff@example.com", "staff-password")
-    client.force_login(staff)
-    return client
 
 
 def _forms(secret: str | bytes) -> set[str]:
@@ -95,6 +88,8 @@ def _admin_pages() -> list[str]:
         pages.append(f"/admin/{info[0]}/{info[1]}/")
         for row in model._default_manager.all():
             pages.append(f"/admin/{info[0]}/{info[1]}/{row.pk}/change/")
+    # Each organization's "Change plan" page (its row carries the sealed webhook secrets).
+    pages += [f"/admin/accounts/organization/{org.pk}/set-plan/" for org in Organization.objects.all()]
     return pages
 
 
