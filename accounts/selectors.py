@@ -5,7 +5,7 @@ import uuid
 from accounts import blocklist
 from accounts.credentials import api_key_lookup_id, digests_match
 from accounts.jwt_sessions import InvalidSessionToken, SessionClaims, session_token_decode
-from accounts.models import ApiKey, User
+from accounts.models import ApiKey, Organization, User
 from config.hot_sql import ChildWithParent
 
 # Every authenticated request runs one of these: SQL built once (config.hot_sql.py).
@@ -44,3 +44,13 @@ def user_for_session_token(raw: str) -> tuple[User, SessionClaims] | None:
         return None
     return user, claims
 
+
+
+def organization_api_keys(*, org: Organization) -> list[ApiKey]:
+    """The organization's active keys (not members' personal ones), newest first."""
+    return list(ApiKey.objects.for_org(org).active().organization_keys().order_by("-created_at"))
+
+
+def personal_api_keys(*, org: Organization, user: User) -> list[ApiKey]:
+    """`user`'s active personal keys in `org`, newest first."""
+    return list(ApiKey.objects.for_org(org).active().personal_of(user).order_by("-created_at"))

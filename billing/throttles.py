@@ -3,9 +3,14 @@
 The per-IP limits are infrastructure, not billing: `config.throttles`.
 """
 
+from typing import TYPE_CHECKING
+
 from billing.plans import get_plan
 from config import ratelimit
 from config.throttles import WindowThrottle
+
+if TYPE_CHECKING:
+    from accounts.models import Organization
 
 
 class OrgPlanThrottle(WindowThrottle):
@@ -13,9 +18,14 @@ class OrgPlanThrottle(WindowThrottle):
 
     def allow_request(self, request, view) -> bool:
         org = getattr(request, "org", None)
-        if org is None:
-            return True
-        limit = get_plan(org.plan).requests_per_minute
-        if limit is None:
-            return True
-        return self._record(request, ratelimit.hit(f"org:{org.pk}", limit))
+        state = plan_rate_hit(org) if org is not None else None
+        return True if state is None else self._record(request, state)
+
+
+def plan_rate_hit(org: "Organization") -> ratelimit.WindowState | None:
+    """Count one request of `org` against its plan's limit (the API's and the dashboard's, one counter).
+
+    None when the plan is not rate-limited (enterprise).
+    """
+    limit = get_plan(org.plan).requests_per_minute
+    return None if limit is None else ratelimit.hit(f"org:{org.pk}", limit)

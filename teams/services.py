@@ -33,9 +33,7 @@ from config.errors import (
 )
 from teams import emails
 from teams.models import INVITE_LIFETIME, Invite
-from teams.selectors import seats_taken
-
-MANAGERS = (Role.OWNER, Role.ADMIN)  # invite, remove users, manage anyone's personal keys
+from teams.selectors import MANAGERS, key_holder, seats_taken
 
 
 @dataclass(frozen=True)
@@ -171,14 +169,14 @@ def member_api_key_create(*, org: Organization, actor: User, member_id: UUID) ->
 
     Raises NotFound (no member of `org`), Forbidden, ValidationFailed (the organization's key cap).
     """
-    member = _key_holder(org, actor, member_id)
+    member = key_holder(org=org, actor=actor, member_id=member_id)
     return accounts_services.personal_api_key_create(org=org, user=member, created_by=actor)
 
 
 def member_api_key_revoke(*, org: Organization, actor: User, member_id: UUID, key_id: UUID) -> None:
     """Revoke a member's personal API key, effective on the next request: users their own, owners and
     admins anyone's. Raises NotFound (no member of `org`, or no active key of that member), Forbidden."""
-    member = _key_holder(org, actor, member_id)
+    member = key_holder(org=org, actor=actor, member_id=member_id)
     accounts_services.personal_api_key_revoke(org=org, user=member, key_id=key_id)
 
 
@@ -211,10 +209,3 @@ def _require_seat(org: Organization, *, taken: int) -> None:
     limit = get_plan(org.plan).max_members
     if limit is not None and taken + 1 > limit:
         raise SeatLimitReached(f"The {org.plan} plan has {limit} seats, pending invites included.")
-
-
-def _key_holder(org: Organization, actor: User, member_id: UUID) -> User:
-    member = _member(User.objects.for_org(org), member_id)
-    if member.pk != actor.pk and actor.role not in MANAGERS:
-        raise Forbidden("Only owners and admins manage another member's keys.")
-    return member

@@ -14,7 +14,7 @@ from media_codecs import FAMILIES
 from provenance.payload import SIGNED_FIELDS
 
 PROJECT = Path(__file__).resolve().parents[1]
-APPS = ("accounts", "audit", "billing", "generators", "provenance", "verification", "webhooks", "teams")
+APPS = ("accounts", "audit", "billing", "generators", "provenance", "verification", "webhooks", "teams", "dashboard")
 
 
 def _source_files(*roots: str) -> list[Path]:
@@ -60,7 +60,8 @@ def test_the_per_ip_throttles_live_in_config_and_billing_keeps_the_plan_limit():
     assert not {"client_ip", "IpThrottle", "VerifyIpThrottle", "AuthIpThrottle"} & set(vars(billing.throttles))
     importers = {str(path.relative_to(PROJECT)) for path in _source_files()
                  if "billing.throttles" in _imported_modules(path)}
-    assert importers == set()  # only the DEFAULT_THROTTLE_CLASSES setting names it
+    # The DEFAULT_THROTTLE_CLASSES setting names it for the API; the dashboard counts pages on the same counter.
+    assert importers == {"dashboard/access.py"}
 
 
 def test_the_signed_fields_are_spelled_out_once():

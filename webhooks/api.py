@@ -1,8 +1,5 @@
 """/v1/webhooks: an organization's webhook endpoints (Growth or above, owner's email verified)."""
 
-from datetime import timedelta
-
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -12,12 +9,12 @@ from rest_framework.response import Response
 
 from accounts.scoping import OrgScopedViewSet
 from billing.gates import require_feature
-from config.errors import NotFound
 from config.validation import validated
 from webhooks import serializers as s
 from webhooks import services
 from webhooks.delivery import delivery_retry
-from webhooks.models import DELIVERY_LOG_DAYS, WebhookDelivery, WebhookEndpoint
+from webhooks.models import WebhookEndpoint
+from webhooks.selectors import delivery_for_retry, delivery_page
 
 
 class WebhooksEnabled(BasePermission):
@@ -60,23 +57,12 @@ class WebhookViewSet(OrgScopedViewSet):
         query = s.DeliveryQueryInput(data=request.query_params)
         query.is_valid(raise_exception=True)
         page, limit = query.validated_data["page"], query.validated_data["limit"]
-        entries = self.get_object().deliveries.filter(created_at__gte=_log_kept_since())
-        offset = (page - 1) * limit
-        return Response(s.DeliveryListOutput({"deliveries": entries[offset:offset + limit]}).data)
+        entries = delivery_page(endpoint=self.get_object(), number=page, per_page=limit).items
+        return Response(s.DeliveryListOutput({"deliveries": entries}).data)
 
     @extend_schema(request=None, responses={200: s.DeliveryOutput}, tags=["webhooks"],
                    parameters=[OpenApiParameter("delivery_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
     @action(detail=True, methods=["post"], url_path="deliveries/<uuid:delivery_id>/retry")
     def retry(self, request, pk=None, delivery_id=None):
-        endpoint = self.get_object()
-        delivery = WebhookDelivery.objects.for_org(request.org).filter(
-            endpoint=endpoint, pk=delivery_id, created_at__gte=_log_kept_since()).first()
-        if delivery is None:
-            raise NotFound()
-        delivery.endpoint = endpoint
+        delivery = delivery_for_retry(org=request.org, endpoint=self.get_object(), delivery_id=delivery_id)
         return Response(s.DeliveryOutput(delivery_retry(delivery)).data)
-
-
-def _log_kept_since():
-    # Older entries are past the log's 30 days (spec, Events rule 7) and wait only for the prune command.
-    return timezone.now() - timedelta(days=DELIVERY_LOG_DAYS)

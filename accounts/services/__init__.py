@@ -23,6 +23,7 @@ from accounts.services.members import member_create, member_delete, member_role_
 from accounts.services.two_factor import (
     two_factor_disable,
     two_factor_enable,
+    two_factor_pending_setup,
     two_factor_setup,
     two_factor_verify,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "session_token_for",
     "two_factor_disable",
     "two_factor_enable",
+    "two_factor_pending_setup",
     "two_factor_setup",
     "two_factor_verify",
     "user_register",

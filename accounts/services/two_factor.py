@@ -36,6 +36,14 @@ def two_factor_setup(*, user: User) -> TotpSetup:
     return TotpSetup(secret=secret, otpauth_url=device.config_url)
 
 
+def two_factor_pending_setup(*, user: User) -> TotpSetup | None:
+    """The secret of an enrolment started and not yet confirmed (shown again until it is), else None."""
+    device = TOTPDevice.objects.filter(user=user, confirmed=False).first()
+    if device is None:
+        return None
+    return TotpSetup(secret=base64.b32encode(device.bin_key).decode(), otpauth_url=device.config_url)
+
+
 def two_factor_enable(*, user: User, otp: str) -> None:
     """Confirm the pending secret with a current code. Raises ValidationFailed, OtpInvalid."""
     device = TOTPDevice.objects.filter(user=user, confirmed=False).first()

@@ -1,0 +1,132 @@
+"""The dashboard's forms: the shape of each submission, like the API's input serializers. Rules that
+read the database (roles, quotas, ownership) stay in the services the views call."""
+
+from django import forms
+
+from accounts.models import Role
+from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
+from generators.serializers import KID_PATTERN
+from media_codecs import FAMILIES
+from teams.serializers import INVITABLE_ROLES
+from webhooks.events import EVENT_KINDS
+from webhooks.serializers import MAX_URL_LENGTH
+
+OTP_FIELD = {"min_length": 6, "max_length": 6, "label": "6-digit code from your authenticator app",
+             "widget": forms.TextInput(attrs={"inputmode": "numeric", "autocomplete": "one-time-code",
+                                              "pattern": "[0-9]{6}"})}
+FAMILY_CHOICES = [(family, family) for family in FAMILIES]
+
+
+def _password(label: str, autocomplete: str) -> forms.CharField:
+    return forms.CharField(label=label, min_length=PASSWORD_MIN, max_length=PASSWORD_MAX, strip=False,
+                           widget=forms.PasswordInput(attrs={"autocomplete": autocomplete}))
+
+
+class LoginForm(forms.Form):
+    email = forms.CharField(max_length=254, widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    password = forms.CharField(max_length=PASSWORD_MAX, strip=False,
+                               widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}))
+
+
+class OtpForm(forms.Form):
+    otp = forms.RegexField(regex=r"^\d{6}$", **OTP_FIELD)
+
+
+class NewPasswordForm(forms.Form):
+    password = _password(f"Password ({PASSWORD_MIN} to {PASSWORD_MAX} characters)", "new-password")
+    password_confirm = forms.CharField(label="Repeat the password", max_length=PASSWORD_MAX, strip=False,
+                                       widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}))
+
+    def clean(self):
+        data = super().clean()
+        if data.get("password") and data.get("password") != data.get("password_confirm"):
+            raise forms.ValidationError("The two passwords differ.")
+        return data
+
+
+class SignupForm(NewPasswordForm):
+    org_name = forms.CharField(label="Organization name", max_length=200)
+    email = forms.EmailField(max_length=254, widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    field_order = ["org_name", "email", "password", "password_confirm"]
+
+
+class EmailForm(forms.Form):
+    email = forms.EmailField(max_length=254, widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+
+
+class ApiKeyCreateForm(forms.Form):
+    name = forms.CharField(label="Name (what uses this key)", max_length=100, required=False)
+
+
+class GeneratorRegisterForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    supported_formats = forms.MultipleChoiceField(
+        label="Formats it may sign", choices=FAMILY_CHOICES, initial=list(FAMILIES),
+        widget=forms.CheckboxSelectMultiple)
+    public_key = forms.CharField(
+        label="Public key (base64 ML-DSA-65, 1952 bytes). Leave empty and the service makes and keeps the keypair",
+        required=False, max_length=4000, widget=forms.Textarea(attrs={"rows": 4}))
+    kid = forms.RegexField(label="Key id (optional; derived from the key when empty)", regex=KID_PATTERN,
+                           required=False)
+
+
+class GeneratorRotateForm(forms.Form):
+    """Client-managed generators send their new public key; server-managed ones send nothing."""
+
+    public_key = forms.CharField(label="New public key (base64 ML-DSA-65)", required=False, max_length=4000,
+                                 widget=forms.Textarea(attrs={"rows": 4}))
+    kid = forms.RegexField(label="Key id of the new key (optional)", regex=KID_PATTERN, required=False)
+
+
+class TypedConfirmationForm(forms.Form):
+    """Revoking cannot be undone: the person types the name of what goes."""
+
+    confirmation = forms.CharField(max_length=200)
+
+    def __init__(self, *args, expected: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.expected = expected
+        self.fields["confirmation"].label = f"Type {expected} to confirm"
+
+    def clean_confirmation(self):
+        if self.cleaned_data["confirmation"].strip() != self.expected:
+            raise forms.ValidationError("That is not the name; nothing was revoked.")
+        return self.cleaned_data["confirmation"]
+
+
+class SignForm(forms.Form):
+    generator = forms.ChoiceField(label="Generator (server-managed)")
+    model = forms.CharField(label="Model name", max_length=200)
+    format = forms.ChoiceField(label="Format (detected from the file when left on auto)", required=False,
+                               choices=[("", "auto"), *FAMILY_CHOICES])
+    content = forms.FileField(label="File to sign (at most 50 MB)")
+
+    def __init__(self, *args, generators, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["generator"].choices = [(str(g.pk), g.name) for g in generators]
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField(max_length=254)
+    role = forms.ChoiceField(choices=[(role, role) for role in INVITABLE_ROLES])
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(label="New role", choices=[(role, role) for role in Role.values])
+
+
+class WebhookCreateForm(forms.Form):
+    url = forms.CharField(label="Endpoint URL (https://)", max_length=MAX_URL_LENGTH,
+                          widget=forms.URLInput(attrs={"placeholder": "https://example.com/hooks"}))
+    events = forms.MultipleChoiceField(choices=[(kind, kind) for kind in EVENT_KINDS],
+                                       widget=forms.CheckboxSelectMultiple)
+
+
+class WebhookStatusForm(forms.Form):
+    status = forms.ChoiceField(choices=[("active", "active"), ("disabled", "disabled")])
+
+
+class VerifyForm(forms.Form):
+    content = forms.FileField(label="File to check (image, audio, text or video, at most 50 MB)")
+    token = forms.CharField(label="Token (optional: a svc_ token you were given with the file)", max_length=256,
+                            required=False)

@@ -1,0 +1,138 @@
+"""Signing a file, the record list, and the public verify page: the same services as the API."""
+
+import base64
+import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from provenance.models import Record
+from tests import factories
+from tests.media import photo_bytes
+
+pytestmark = pytest.mark.django_db
+
+
+def _sign(client, generator, content: bytes, name: str = "photo.png", **extra):
+    return client.post("/dashboard/sign", {"generator": str(generator.pk), "model": "diffusion-v3",
+                                           "content": SimpleUploadedFile(name, content), **extra})
+
+
+def _signed_file(html: str) -> bytes:
+    return base64.b64decode(re.search(r'href="data:[^;]+;base64,([^"]+)"', html).group(1))
+
+
+def test_signing_returns_the_file_with_its_record_id_and_token(owner_page, org):
+    generator = factories.make_generator(org=org, formats=["image"])
+    response = _sign(owner_page, generator, photo_bytes("astronaut", "png"))
+    assert response.status_code == 201
+    html = response.content.decode()
+    record = Record.objects.for_org(org).get()
+    assert str(record.pk) in html and 'download="signed-photo.png"' in html
+    token = re.search(r'id="token" class="secret" type="text" readonly value="(svc_[^"]+)"', html).group(1)
+    signed = _signed_file(html)
+    assert signed[:8] == b"\x89PNG\r\n\x1a\n"
+    verified = Client().post("/v1/verify", {"content": SimpleUploadedFile("s.png", signed)}).json()
+    assert verified["authentic"] and verified["record_id"] == str(record.pk)
+    assert Client().post("/v1/verify", {"content": SimpleUploadedFile("s.png", signed), "token": token}).json()[
+        "token_source"] == "provided"
+
+
+def test_signing_lists_only_active_server_managed_generators_of_the_organization(owner_page, org, outsider_generator):
+    server = factories.make_generator(org=org, name="server-one")
+    client_managed, _ = factories.make_client_generator(org=org, name="client-one")
+    page = owner_page.get("/dashboard/sign").content.decode()
+    assert "server-one" in page and "client-one" not in page and "theirs" not in page
+    for generator in (client_managed, outsider_generator):
+        refused = _sign(owner_page, generator, photo_bytes("astronaut", "png"))
+        assert refused.status_code == 400
+    assert not Record.objects.exists()
+    assert server.pk  # the form offered it
+
+
+def test_a_format_the_generator_does_not_sign_is_refused_with_the_api_error(owner_page, org):
+    generator = factories.make_generator(org=org, formats=["audio"])
+    response = _sign(owner_page, generator, photo_bytes("astronaut", "png"))
+    assert response.status_code == 400 and "does not sign image" in response.content.decode()
+
+
+def test_the_free_plan_stops_at_its_allowance_with_402_and_a_billing_link(owner_page, org):
+    generator = factories.make_generator(org=org, formats=["image"])
+    factories.set_usage(org, 500)
+    response = _sign(owner_page, generator, photo_bytes("astronaut", "png"))
+    assert response.status_code == 402 and "/dashboard/billing" in response.content.decode()
+
+
+def test_the_sign_upload_is_limited_to_50_mb(owner_page, org):
+    generator = factories.make_generator(org=org, formats=["image"])
+    response = _sign(owner_page, generator, b"x" * (51 * 1024 * 1024))
+    assert response.status_code == 413 and not Record.objects.exists()
+
+
+# --- records -----------------------------------------------------------------------------------------
+
+def _records(org, count: int):
+    generator, seed = factories.make_client_generator(org=org)
+    from provenance.services import Submission, record_submit
+
+    for n in range(count):
+        body = factories.record_body(generator=generator, seed=seed, content=f"content {n}".encode(), model=f"m-{n}")
+        body["signature"] = base64.b64decode(body["signature"])
+        record_submit(org=org, submission=Submission(**body))
+    return generator
+
+
+def test_records_are_listed_newest_first_in_pages_with_links_to_the_public_record(owner_page, org, other_org):
+    _records(org, 55)
+    _records(other_org, 1)
+    first = owner_page.get("/dashboard/records").content.decode()
+    newest = Record.objects.for_org(org).order_by("-signed_at").first()
+    assert f"/v1/records/{newest.pk}" in first and f"/v1/records/{newest.pk}/c2pa" in first
+    assert first.count("/c2pa\"") == 50 and "?page=2" in first
+    second = owner_page.get("/dashboard/records?page=2").content.decode()
+    assert second.count("/c2pa\"") == 5 and "?page=3" not in second
+    theirs = Record.objects.for_org(other_org).get()
+    assert str(theirs.pk) not in first + second
+    assert owner_page.get("/dashboard/records?page=abc").status_code == 200
+
+
+# --- public verify page ------------------------------------------------------------------------------
+
+def test_verify_page_explains_a_signed_file_in_words(org):
+    generator = factories.make_generator(org=org, formats=["image"])
+    from provenance.signing import content_sign
+
+    signed = content_sign(org=org, generator_id=str(generator.pk), model="diffusion-v3",
+                          data=photo_bytes("astronaut", "png"), declared_family=None)
+    page = Client().post("/verify", {"content": SimpleUploadedFile("x.png", signed.data)})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Signed by the service, and unchanged" in html and "Confidence: <strong>high</strong>" in html
+    assert org.name in html and "diffusion-v3" in html
+
+
+def test_verify_page_says_that_finding_nothing_makes_no_claim_either_way():
+    page = Client().post("/verify", {"content": SimpleUploadedFile("x.png", photo_bytes("astronaut", "png"))})
+    html = page.content.decode()
+    assert "makes no claim either way" in html and "not evidence of human origin" in html
+    assert "Confidence: <strong>none</strong>" in html
+
+
+def test_verify_page_reports_a_tampered_file(org):
+    generator = factories.make_generator(org=org, formats=["text"])
+    from provenance.signing import content_sign
+
+    signed = content_sign(org=org, generator_id=str(generator.pk), model="m",
+                          data=b"Hello there, a paragraph.\n\nAnd a second one here.\n", declared_family=None)
+    edited = signed.data.replace(b"Hello", b"Jello")
+    page = Client().post("/verify", {"content": SimpleUploadedFile("x.txt", edited), "token": signed.token})
+    html = page.content.decode()
+    assert page.status_code == 200 and "edited after signing" in html
+
+
+def test_verify_page_is_limited_per_ip_like_the_api(settings):
+    settings.VERIFY_RATE_PER_MINUTE = 1
+    client = Client()
+    assert client.post("/verify", {"content": SimpleUploadedFile("x.txt", b"hello")}).status_code == 200
+    assert client.post("/verify", {"content": SimpleUploadedFile("x.txt", b"hello")}).status_code == 429
