@@ -136,6 +136,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, pinned and served from our static files
     "django_otp",
     "django_otp.plugins.otp_totp",
     "accounts",
@@ -246,6 +247,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    # /v1/docs loads Swagger UI from our own static files (no CDN, no third-party origin, CSP-clean).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     # Every operation documents its error statuses with the shared envelope (config/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "config.openapi.document_error_responses"],
