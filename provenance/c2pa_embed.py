@@ -16,7 +16,7 @@ from generators.services import generator_signing_seed
 from media_codecs import CodecError, Media, detect
 from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, self_signed_certificate, upstream_from_store
 from provenance import crypto
-from provenance.hashing import content_hash_of_parts
+from provenance.hashing import content_hash_of_media
 from provenance.models import Record
 from provenance.selectors import record_for_embed, record_token
 from provenance.signing import NO_WATERMARK, codec_errors
@@ -82,7 +82,7 @@ def _signed_asset(data: bytes, content_hash: str) -> Media:
         raise FormatNotSupported("C2PA manifests are embedded in JPEG and PNG files only.")
     with codec_errors(codec):
         media = codec.open(data)
-        uploaded_hash = content_hash_of_parts(codec.hashed_parts(media))
+        uploaded_hash = content_hash_of_media(media)
     if uploaded_hash != content_hash:
         raise ValidationFailed(details={"content": [
             "This file is not the signed asset of this record: its content hash (without the token and any "

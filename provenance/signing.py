@@ -14,7 +14,7 @@ from generators.services import generator_signing_seed
 from media_codecs import Codec, CodecError, CorruptMedia, Media, MediaTooLarge, detect
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
 from provenance import crypto
-from provenance.hashing import content_hash_of_parts
+from provenance.hashing import content_hash_of_media
 from provenance.models import Record
 from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_token
@@ -63,7 +63,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
             media = codec.open(codec.embed_watermark(media, mark_id))  # the input's pixels go here
         signed = codec.open(codec.embed_token(media, token))
         del media  # a marked copy of a 50 MB file is not kept beside the signed one and its stripped copy
-        content_hash = content_hash_of_parts(codec.hashed_parts(signed))
+        content_hash = content_hash_of_media(signed)
         fingerprints = codec.fingerprints(signed)
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)

@@ -11,7 +11,7 @@ from pathlib import Path
 import billing.throttles
 import config.throttles
 from media_codecs import FAMILIES
-from provenance.payload import SIGNED_FIELDS
+from record_format.payload import SIGNED_FIELDS
 
 PROJECT = Path(__file__).resolve().parents[1]
 APPS = ("accounts", "audit", "billing", "generators", "provenance", "verification", "webhooks", "teams", "dashboard")
@@ -19,7 +19,7 @@ APPS = ("accounts", "audit", "billing", "generators", "provenance", "verificatio
 
 def _source_files(*roots: str) -> list[Path]:
     """The project's Python source under `roots` (default: every app, config and media_codecs)."""
-    folders = [PROJECT / root for root in roots or (*APPS, "config", "media_codecs")]
+    folders = [PROJECT / root for root in roots or (*APPS, "config", "media_codecs", "record_format")]
     return sorted(path for folder in folders for path in folder.rglob("*.py") if "migrations" not in path.parts)
 
 
@@ -66,9 +66,17 @@ def test_the_per_ip_throttles_live_in_config_and_billing_keeps_the_plan_limit():
 
 def test_the_signed_fields_are_spelled_out_once():
     assert SIGNED_FIELDS == ("content_hash", "generator_id", "model", "watermark_id")
-    assert _modules_spelling_out(SIGNED_FIELDS) == {"provenance/payload.py"}
+    assert _modules_spelling_out(SIGNED_FIELDS) == {"record_format/payload.py"}
 
 
 def test_the_families_are_spelled_out_once_by_media_codecs():
     assert FAMILIES == ("image", "audio", "text", "video")
     assert _modules_spelling_out(FAMILIES) == {"media_codecs/families.py"}
+
+
+def test_the_shared_format_packages_and_the_client_import_no_app_and_no_django():
+    """media_codecs and record_format ship inside the client's wheel; the client runs without the service."""
+    roots = ("media_codecs", "record_format", "client/svc_client")
+    offenders = {f"{path.relative_to(PROJECT)}: {module}" for path in _source_files(*roots)
+                 for module in _imported_modules(path) if module.split(".")[0] in (*APPS, "config", "django")}
+    assert offenders == set()

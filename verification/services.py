@@ -18,7 +18,7 @@ from media_codecs import CodecError, Media, MediaTooLarge, open_media
 from media_codecs.c2pa import ReadManifest, check_manifest, read_manifest
 from media_codecs.c2pa.manifest import COSE_ALG_ML_DSA_65
 from provenance import crypto
-from provenance.hashing import content_hash_of, content_hash_of_parts
+from provenance.hashing import content_hash_of_opened
 from provenance.models import Record
 from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_id_from_token
@@ -208,16 +208,9 @@ def _check_record(result: Verification, media: Media | None, data: bytes) -> Non
         bytes(record.key.public_key), message, bytes(record.signature))
     if not result.signature_valid:
         result.problems.append("signature_invalid")
-    result.tampered = _content_hash(media, data) != record.content_hash
+    result.tampered = content_hash_of_opened(data, media) != record.content_hash
     if result.tampered:
         result.problems.append("content_tampered")
-
-
-def _content_hash(media: Media | None, data: bytes) -> str:
-    try:
-        return content_hash_of_parts(media.codec.hashed_parts(media)) if media else content_hash_of(data)
-    except CodecError:
-        return content_hash_of(data)
 
 
 def _conclude(result: Verification) -> None:

@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 
 PURE_MODULES = [
+    "record_format.crypto",
+    "record_format.canonical_json",
+    "record_format.hashing",
+    "record_format.payload",
     "provenance.crypto",
     "provenance.canonical_json",
     "provenance.hashing",

@@ -1,0 +1,151 @@
+"""HTTP for the client: one session, the error envelope as exceptions, retries with backoff.
+
+Retry policy (docs/decisions.md, "Client package"):
+- 429 is retried for every call, after the Retry-After the service sends: its rate limiter refuses a request
+  before any of it runs, so repeating even a signing call cannot sign twice.
+- 5xx, timeouts and broken connections are retried only for idempotent calls (reads, verification): a
+  signing call that failed that way may have been stored, and repeating it would sign and count twice.
+- Waits grow exponentially (0.5 s, 1 s, 2 s...) with jitter, capped; a Retry-After longer than
+  `max_retry_after` is not waited out but raised at once as RateLimited with `retry_after` set.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json as jsonlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from svc_client.errors import RateLimited, ServiceUnavailable, error_for
+
+Progress = Callable[[int, int], None]  # (bytes sent, bytes in all)
+USER_AGENT = "svc-client/0.1"
+UPLOAD_BLOCK = 256 * 1024
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 4  # the first try and three retries
+    backoff: float = 0.5  # seconds before the first retry, doubled each time
+    max_backoff: float = 8.0
+    max_retry_after: float = 60.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    jitter: Callable[[], float] = field(default=random.random, repr=False)
+
+    def delay(self, retry: int) -> float:
+        """Seconds before retry number `retry` (0-based): exponential, between half and all of the step."""
+        step = min(self.max_backoff, self.backoff * 2**retry)
+        return step * (0.5 + self.jitter() / 2)
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    content: bytes
+
+    def json(self) -> Any:
+        """The body as JSON; raises ServiceUnavailable when a success answer is not JSON (not our service)."""
+        try:
+            return jsonlib.loads(self.content)
+        except ValueError:
+            raise ServiceUnavailable(f"the answer ({self.status}) is not JSON: is the URL the service's?") from None
+
+
+class _ProgressBody:
+    """A request body read in blocks, reporting each one: requests streams it with its Content-Length."""
+
+    def __init__(self, data: bytes, progress: Progress):
+        self._data, self._progress, self._sent = memoryview(data), progress, 0
+        self.len = len(data)  # requests' super_len reads it for Content-Length
+
+    def read(self, size: int = -1) -> bytes:
+        end = self.len if size is None or size < 0 else min(self.len, self._sent + max(size, UPLOAD_BLOCK))
+        block = bytes(self._data[self._sent:end])
+        self._sent = end
+        self._progress(self._sent, self.len)
+        return block
+
+
+class Transport:
+    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 60.0,
+                 retry: RetryPolicy | None = None, session: requests.Session | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self.session = session or requests.Session()
+
+    def request(self, method: str, path: str, *, idempotent: bool, json: Any = None, body: bytes | None = None,
+                content_type: str | None = None, progress: Progress | None = None,
+                authenticated: bool = False) -> Response:
+        """Send one call, retrying as the policy says; return a 2xx response or raise a ClientError."""
+        headers = {"User-Agent": USER_AGENT}
+        if authenticated and self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        if json is not None:
+            body, content_type = jsonlib.dumps(json).encode(), "application/json"
+        if content_type:
+            headers["Content-Type"] = content_type
+        for retry in range(self.retry.attempts):
+            is_last = retry == self.retry.attempts - 1
+            data = _ProgressBody(body, progress) if body is not None and progress else body
+            try:
+                raw = self.session.request(method, self.base_url + path, data=data, headers=headers,
+                                           timeout=self.timeout)
+            except (requests.ConnectionError, requests.Timeout) as error:
+                if not idempotent or is_last:
+                    raise ServiceUnavailable(f"{method} {path}: {error}") from error
+                self.retry.sleep(self.retry.delay(retry))
+                continue
+            response = Response(raw.status_code, dict(raw.headers), raw.content)
+            if response.status < 400:
+                return response
+            wait = self._wait_before_retry(response, retry, idempotent=idempotent, is_last=is_last)
+            if wait is None:
+                raise self._error(response)
+            self.retry.sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _wait_before_retry(self, response: Response, retry: int, *, idempotent: bool, is_last: bool) -> float | None:
+        """Seconds to wait before trying again, or None when this response is final."""
+        if is_last:
+            return None
+        if response.status == 429:
+            retry_after = _retry_after_seconds(response.headers)
+            if retry_after is None:
+                return self.retry.delay(retry)
+            return retry_after if retry_after <= self.retry.max_retry_after else None
+        if response.status >= 500 and idempotent:
+            return self.retry.delay(retry)
+        return None
+
+    def _error(self, response: Response) -> Exception:
+        try:
+            body = jsonlib.loads(response.content)
+        except ValueError:
+            body = None
+        error = error_for(response.status, body, _retry_after_seconds(response.headers))
+        if isinstance(error, RateLimited) and error.retry_after is None:
+            error.retry_after = 0.0
+        return error
+
+
+def _retry_after_seconds(headers: dict[str, str]) -> float | None:
+    """Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 10.2.3); None when absent or garbled."""
+    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

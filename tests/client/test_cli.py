@@ -1,0 +1,125 @@
+"""`svc` end to end against the live service; exit codes 0 authentic, 1 not, 2 usage, 3 service error."""
+
+import json
+import os
+
+import pytest
+
+from svc_client.cli import main
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def svc(service, capsys):
+    """Run `svc` with the live service's URL and key; returns (exit code, stdout, stderr)."""
+    def run(*argv: str, key: bool = True, quiet: bool = True):
+        options = ["--url", service.transport.base_url] + (["--quiet"] if quiet else [])
+        if key:
+            options += ["--api-key", service.transport.api_key]
+        code = main([*options, *argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+    return run
+
+
+def test_keygen_register_sign_pin_and_verify_offline_with_no_service(svc, samples, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "photo.jpg").write_bytes(samples["jpeg"])
+    assert svc("keygen", "key.json")[0] == 0
+    assert os.stat("key.json").st_mode & 0o777 == 0o600
+    code, out, _ = svc("--json", "register", "local", "--key", "key.json")
+    generator_id = json.loads(out)["generator_id"]
+
+    code, out, _ = svc("--json", "sign", "photo.jpg", "--generator", generator_id, "--model", "m", "--key", "key.json")
+    assert code == 0
+    record_id = json.loads(out)["results"][0]["record_id"]
+    assert svc("keys", "pin", generator_id, "-o", "pinned.json")[0] == 0
+    assert svc("record", record_id, "-o", "record.json")[0] == 0
+
+    # An unreachable URL: offline verification makes no call.
+    code, out, err = svc("--url", "http://127.0.0.1:9", "verify", "photo.jpg", "--offline", "--keys", "pinned.json",
+                         "--record", "record.json", key=False)
+    assert (code, out.splitlines()[-1]) == (0, "authentic"), err
+
+    (tmp_path / "photo.jpg").write_bytes(samples["jpeg"][:-3000] + bytes(2998) + samples["jpeg"][-2:])
+    code, out, _ = svc("--json", "verify", "photo.jpg", "--offline", "--keys", "pinned.json", "--record", "record.json")
+    assert code == 1
+    assert "was changed after signing" in json.loads(out)["reason"]
+
+
+def test_server_managed_sign_writes_the_signed_file_and_it_verifies_online(svc, samples, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "song.wav").write_bytes(samples["wav"])
+    code, out, _ = svc("--json", "register", "hosted", "--server-managed")
+    generator_id = json.loads(out)["generator_id"]
+
+    code, out, err = svc("--json", "sign", "song.wav", "--generator", generator_id, "--model", "m")
+    assert code == 0 and err == ""  # --json: no progress lines
+    code, _, err = svc("sign", "song.wav", "--generator", generator_id, "--model", "m", "-o", "again.wav",
+                       quiet=False)
+    assert code == 0
+    assert err.splitlines()[-1].startswith("uploading song.wav: 100% (0.1/0.1 MB)")
+    assert json.loads(out)["results"][0]["signed_file"] == "song.signed.wav"
+    code, out, _ = svc("verify", "song.signed.wav", key=False)
+    assert code == 0 and out.startswith("authentic")
+    assert svc("keys", "pin", generator_id, "-o", "pinned.json")[0] == 0
+    code, out, _ = svc("verify", "song.signed.wav", "--offline", "--keys", "pinned.json", key=False)  # token->record
+    assert code == 0, out
+    code, out, _ = svc("verify", "song.wav", key=False)
+    assert code == 1 and "no_provenance_found" in out
+
+
+def test_a_client_managed_batch_reports_every_file(svc, client_generator, samples, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    generator_id, key = client_generator
+    key.save("key.json")
+    names = []
+    for fmt in ("png", "flac", "html", "mkv"):
+        (tmp_path / f"file.{fmt}").write_bytes(samples[fmt])
+        names.append(f"file.{fmt}")
+    code, out, _ = svc("--json", "sign", *names, "--generator", generator_id, "--model", "m", "--key", "key.json",
+                       "--batch")
+    assert code == 0
+    assert [r["file"] for r in json.loads(out)["results"]] == names
+
+
+def test_usage_and_service_errors_have_their_own_exit_codes(svc, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert svc("verify", "missing.jpg")[0] == 2
+    assert svc("verify", "missing.jpg", "--offline")[0] == 2
+    with pytest.raises(SystemExit) as usage:
+        main(["sign"])
+    assert usage.value.code == 2
+    code, _, err = svc("record", "00000000-0000-0000-0000-000000000000")
+    assert code == 3 and "not_found" in err
+    code, _, err = svc("--api-key", "svc_key_wrong", "register", "x", "--server-managed", key=False)
+    assert code == 3 and "authentication_required" in err
+    code, _, err = svc("--url", "http://127.0.0.1:9", "record", "00000000-0000-0000-0000-000000000000")
+    assert code == 3 and "cannot be reached" in err
+
+
+def test_a_failure_mid_way_reports_what_was_already_stored(svc, client_generator, samples, tmp_path, monkeypatch):
+    from svc_client.client import Client
+    from svc_client.errors import ServerError
+
+    monkeypatch.chdir(tmp_path)
+    generator_id, key = client_generator
+    key.save("key.json")
+    (tmp_path / "a.png").write_bytes(samples["png"])
+    (tmp_path / "b.png").write_bytes(samples["png"][:-1] + b"\x00")
+    real_json = Client._json
+
+    def second_call_fails(self, method, path, **options):
+        if path.startswith("/v1/records") and getattr(self, "_calls", 0) == 1:
+            raise ServerError(503, "internal_error", "down")
+        self._calls = getattr(self, "_calls", 0) + 1
+        return real_json(self, method, path, **options)
+
+    monkeypatch.setattr(Client, "_json", second_call_fails)
+    monkeypatch.setattr("svc_client.client.BATCH_MAX", 1)
+    for batch in ([], ["--batch"]):
+        code, _, err = svc("sign", "a.png", "b.png", "--generator", generator_id, "--model", "m", "--key", "key.json",
+                           *batch)
+        assert code == 3 and "internal_error" in err
+        assert err.startswith("stored before the failure: a.png record ")
