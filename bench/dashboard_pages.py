@@ -2,11 +2,17 @@
 
 Seeds one Scale-plan organization with 10,000 records, 1,000 audit events, members, keys, generators and
 webhook deliveries (bulk inserts, a few seconds), logs its owner in with a session, then renders every
-URL of the `dashboard` namespace that takes no arguments, found by walking the URL resolver (pages added
-later are included without touching this script); without that namespace it says so and times the admin
-changelists instead. Each page is rendered in process with Django's test client (no network, no
-server): the time is the request's time in Django, middleware to response. A staff superuser then times
-the admin changelists of organizations, records and audit events (plain, searched and filtered).
+URL of the `dashboard` namespace, found by walking the URL resolver (pages added later are included
+without touching this script): `/dashboard/*` as the owner, the public forms as a visitor. Without that
+namespace it says so and times the admin changelists instead. Each page is rendered in process with
+Django's test client (no network, no server): the time is the request's time in Django, middleware to
+response. A staff superuser then times the admin changelists of organizations, records and audit events
+(plain, searched and filtered).
+
+Pages whose path takes an id (a generator, a webhook endpoint, a member's keys, a confirmation page) are
+rendered with ids of the seeded rows (`sample_arguments`); a route that answers GET with 405 (a form's
+POST target) is listed as not timed, and so is a route with an argument this script has no id for, so a
+new page is noticed rather than silently skipped.
 
 The database is a fresh SQLite file in /tmp by default; a PostgreSQL URL works too, naming a database of
 its own that each run drops and creates again (never `test` or `bench`: the suite and the other benchmarks
@@ -71,7 +77,9 @@ def _recreate_postgres_database(database_url: str, name: str) -> None:
 
 
 def seed(records: int, events: int):
-    """One Scale-plan organization with `records` records and `events` audit events; returns its owner."""
+    """One Scale-plan organization with `records` records and `events` audit events.
+
+    Returns its owner and, per `dashboard:` route name with arguments, the arguments of a seeded row."""
     from datetime import timedelta
 
     from django.conf import settings
@@ -85,10 +93,13 @@ def seed(records: int, events: int):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # seeding, not PBKDF2
     org = factories.make_org(plan="scale", name="Pages Bench Labs")
     owner = factories.make_user(org=org, email="owner@pages.example")
+    members = []
     for index in range(5):
-        factories.make_user(org=org, role="user")
+        members.append(factories.make_user(org=org, role="user"))
         factories.make_api_key(org=org, name=f"key-{index}")
-        factories.make_invite(org=org, inviter=owner)
+        factories.make_personal_key(user=members[-1])
+        factories.make_personal_key(user=owner)
+        invite, invite_token = factories.make_invite(org=org, inviter=owner)
     generators = [factories.make_generator(org=org, name=f"gen-{index}") for index in range(10)]
     keys = [generator.keys.get() for generator in generators]
     now = timezone.now()
@@ -108,11 +119,36 @@ def seed(records: int, events: int):
     factories.set_usage(org, min(records, 2**31 - 1))
     for index in range(20):  # other customers, so that lists are really scoped
         factories.make_user(org=factories.make_org(name=f"Other {index}"))
-    return owner
+    return owner, sample_arguments(owner=owner, member=members[0], generator=generators[0], endpoint=endpoint,
+                                   invite=invite, invite_token=invite_token)
 
 
-def dashboard_urls() -> list[str]:
-    """Every `dashboard:` URL name (nested namespaces included) whose path takes no argument."""
+def sample_arguments(*, owner, member, generator, endpoint, invite, invite_token: str) -> dict[str, dict]:
+    """Arguments of seeded rows for each `dashboard:` route that takes some."""
+    from accounts.selectors import organization_api_keys, personal_api_keys
+
+    org_key = organization_api_keys(org=owner.org)[0]
+    delivery = endpoint.deliveries.order_by("-created_at").first()
+    member_key = personal_api_keys(org=owner.org, user=member)[0]
+    return {
+        "generator": {"generator_id": generator.pk}, "generator-rotate": {"generator_id": generator.pk},
+        "generator-revoke": {"generator_id": generator.pk},
+        "api-key-revoke": {"key_id": org_key.pk},
+        "personal-key-revoke": {"key_id": personal_api_keys(org=owner.org, user=owner)[0].pk},
+        "member-role": {"user_id": member.pk}, "member-remove": {"user_id": member.pk},
+        "member-keys": {"user_id": member.pk},
+        "member-key-revoke": {"user_id": member.pk, "key_id": member_key.pk},
+        "invite-cancel": {"invite_id": invite.pk}, "accept-invite": {"token": invite_token},
+        "webhook": {"webhook_id": endpoint.pk}, "webhook-edit": {"webhook_id": endpoint.pk},
+        "webhook-status": {"webhook_id": endpoint.pk}, "webhook-delete": {"webhook_id": endpoint.pk},
+        "webhook-retry": {"webhook_id": endpoint.pk, "delivery_id": delivery.pk},
+    }
+
+
+def dashboard_urls(arguments: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """Every `dashboard:` URL (nested namespaces included), with `arguments[name]` for routes taking some.
+
+    Returns the paths, and the names of routes with arguments `arguments` has no values for."""
     from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
     def walk(patterns, namespace: str | None):
@@ -122,16 +158,19 @@ def dashboard_urls() -> list[str]:
                     continue  # a prefix with an argument
                 inner = ":".join(filter(None, (namespace, entry.namespace))) or None
                 yield from walk(entry.url_patterns, inner)
-            elif (isinstance(entry, URLPattern) and entry.name and namespace
-                  and namespace.split(":")[0] == "dashboard" and not entry.pattern.regex.groups):
-                yield f"{namespace}:{entry.name}"
+            elif isinstance(entry, URLPattern) and entry.name and namespace and namespace.split(":")[0] == "dashboard":
+                yield f"{namespace}:{entry.name}", bool(entry.pattern.regex.groups)
 
-    paths = []
-    for name in walk(get_resolver().url_patterns, None):
-        path = reverse(name)
+    paths, missing = [], []
+    for name, takes_arguments in walk(get_resolver().url_patterns, None):
+        short = name.rsplit(":", 1)[1]
+        if takes_arguments and short not in arguments:
+            missing.append(name)
+            continue
+        path = reverse(name, kwargs=arguments.get(short) if takes_arguments else None)
         if path not in paths:
             paths.append(path)
-    return paths
+    return paths, missing
 
 
 def time_page(client, path: str, runs: int) -> dict:
@@ -174,7 +213,7 @@ def main() -> None:
 
     started = time.perf_counter()
     set_up_django(args.database_url)
-    owner = seed(args.records, args.events)
+    owner, arguments = seed(args.records, args.events)
     from django.db import connection
     from django.test import Client
 
@@ -185,12 +224,22 @@ def main() -> None:
 
     staff = Client()
     staff.force_login(User.objects.create_superuser("staff@pages.example", "staff-password"))
-    pages = dashboard_urls()
+    pages, missing = dashboard_urls(arguments)
     if pages:
-        owner_client = Client()
+        owner_client, anonymous = Client(), Client()
         owner_client.force_login(owner)
-        report(f"Dashboard pages ({len(pages)}, as the owner, session login)",
-               [(path, time_page(owner_client, path, args.runs)) for path in pages])
+
+        def client_for(path: str) -> Client:  # the public forms as a visitor (signed in, /login redirects)
+            return owner_client if path.startswith("/dashboard") else anonymous
+
+        post_only = [path for path in pages if client_for(path).get(path).status_code == 405]
+        timed = [path for path in pages if path not in post_only]
+        report(f"Dashboard pages ({len(timed)} answering GET: /dashboard as the owner, session login; "
+               "the public forms as a visitor)",
+               [(path, time_page(client_for(path), path, args.runs)) for path in timed])
+        print(f"\nnot timed, POST only ({len(post_only)}): {', '.join(post_only)}")
+        if missing:
+            print(f"not timed, no seeded id for: {', '.join(missing)}")
     else:
         from django.contrib import admin
 

@@ -43,9 +43,23 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, live_server):
+def new_page(browser, live_server):
+    """new_page() -> a page in a fresh browser context (its own cookies: another person) on the live
+    server; `page.goto("/path")` is relative to it."""
+    contexts = []
+
+    def make():
+        context = browser.new_context(base_url=live_server.url, viewport={"width": 1440, "height": 900})
+        context.set_default_timeout(10_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def page(new_page):
     """A fresh browser context (no cookies) on the live server: `page.goto("/path")` is relative to it."""
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1440, "height": 900})
-    context.set_default_timeout(10_000)
-    yield context.new_page()
-    context.close()
+    return new_page()

@@ -187,7 +187,7 @@ def test_2fa_setup_shows_a_server_drawn_qr_code_and_the_secret_then_enables(owne
     assert "Set up two-factor" in client.get("/dashboard/security").content.decode()
     assert client.post("/dashboard/security/2fa/setup")["Location"] == "/dashboard/security"
     html = client.get("/dashboard/security").content.decode()
-    secret = re.search(r'id="totp-secret" class="secret" type="text" readonly value="([A-Z2-7=]+)"', html).group(1)
+    secret = re.search(r'id="totp-secret"[^>]*>([A-Z2-7=]+)<', html).group(1)
     assert "<svg" in html and "<path" in html and "style=" not in html  # drawn on the server, CSP-clean
     assert client.post("/dashboard/security/2fa/enable", {"otp": "12"}).status_code == 302
     owner.refresh_from_db()

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def _key_in(html: str) -> str:
     start = html.index('id="new-key"')
-    return html[start:].split('value="', 1)[1].split('"', 1)[0]
+    return html[start:].split('>', 1)[1].split('<', 1)[0]  # the textarea's text
 
 
 # --- organization keys -------------------------------------------------------------------------------

@@ -135,20 +135,38 @@ PAGES = {
     "/dashboard/generators/{generator}": 7, "/dashboard/generators/{generator}/revoke": 7, "/dashboard/sign": 6,
     "/dashboard/records": 6, "/dashboard/team": 7, "/dashboard/webhooks": 7, "/dashboard/webhooks/{endpoint}": 8,
     "/dashboard/audit": 6, "/dashboard/billing": 6, "/dashboard/team/members/{member}/api-keys": 7,
+    # The confirmation pages.
+    "/dashboard/api-keys/{org_key}/revoke": 6, "/dashboard/api-keys/personal/{own_key}/revoke": 6,
+    "/dashboard/team/members/{member}/remove": 6, "/dashboard/team/members/{member}/api-keys/{member_key}/revoke": 6,
+    "/dashboard/webhooks/{endpoint}/delete": 7,
 }
+# The public pages, for a visitor: no session, no user, nothing counted on a GET.
+PUBLIC_PAGES = {"/login": 0, "/signup": 0, "/forgot-password": 0, "/resend-verification": 0, "/verify": 0,
+                "/verify-email": 0, "/reset-password": 0, "/invite/{invite_token}": 1}
 
 
 @pytest.mark.parametrize("path", PAGES)
 def test_each_page_runs_a_bounded_number_of_queries(path, busy_org, page_client, django_assert_max_num_queries):
-    _, owner, generator, endpoint = busy_org
+    org, owner, generator, endpoint = busy_org
     client = page_client(owner)
     member = owner.org.users.exclude(pk=owner.pk).first()
-    url = path.format(generator=generator.pk, endpoint=endpoint.pk, member=member.pk)
+    url = path.format(generator=generator.pk, endpoint=endpoint.pk, member=member.pk,
+                      org_key=org.api_keys.filter(user=None).first().pk, own_key=owner.personal_api_keys.get().pk,
+                      member_key=member.personal_api_keys.get().pk)
     with django_assert_max_num_queries(PAGES[path]):
         response = client.get(url)
     assert response.status_code == 200, response.content[:500]
     html = response.content.decode()
     assert " style=" not in html and "<style" not in html and "<script>" not in html  # what the CSP refuses
+
+
+@pytest.mark.parametrize("path", PUBLIC_PAGES)
+def test_each_public_page_runs_a_bounded_number_of_queries(path, busy_org, django_assert_max_num_queries):
+    org, owner, _, _ = busy_org
+    _, invite_token = factories.make_invite(org=org, inviter=owner)
+    with django_assert_max_num_queries(PUBLIC_PAGES[path]):
+        response = Client().get(path.format(invite_token=invite_token))
+    assert response.status_code == 200, response.content[:500]
 
 
 def test_an_unknown_id_is_404_not_500(owner_page):

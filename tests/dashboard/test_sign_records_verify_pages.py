@@ -30,7 +30,7 @@ def test_signing_returns_the_file_with_its_record_id_and_token(owner_page, org):
     html = response.content.decode()
     record = Record.objects.for_org(org).get()
     assert str(record.pk) in html and 'download="signed-photo.png"' in html
-    token = re.search(r'id="token" class="secret" type="text" readonly value="(svc_[^"]+)"', html).group(1)
+    token = re.search(r'id="token" class="secret" readonly rows="2" spellcheck="false">(svc_[^<]+)<', html).group(1)
     signed = _signed_file(html)
     assert signed[:8] == b"\x89PNG\r\n\x1a\n"
     verified = Client().post("/v1/verify", {"content": SimpleUploadedFile("s.png", signed)}).json()

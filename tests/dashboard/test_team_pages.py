@@ -115,7 +115,7 @@ def test_an_admin_makes_and_revokes_a_members_personal_key(admin_user, member, p
     created = client.post(f"/dashboard/team/members/{member.pk}/api-keys")
     assert created.status_code == 201
     html = created.content.decode()
-    raw = html[html.index('id="new-key"'):].split('value="', 1)[1].split('"', 1)[0]
+    raw = html[html.index('id="new-key"'):].split('>', 1)[1].split('<', 1)[0]
     key = ApiKey.objects.get(user=member)
     assert api_key_for_credential(raw).pk == key.pk
     assert key.preview in client.get(f"/dashboard/team/members/{member.pk}/api-keys").content.decode()
