@@ -1,6 +1,7 @@
 """Benchmark the audio watermark (and, with --peer, audiowmark beside it) on a fixed clip set.
 
 Run from the project root:  .venv/bin/python bench/audio_watermark.py [--quick] [--peer PATH]
+[--clips speech,sox,np] [--attacks MP3,noise]
 
 Target clips (44.1 kHz stereo), mirroring the peer's set in docs/audio-peers.md: three espeak-ng
 speech clips (one kept at 24 bits, the others at 16), sox chords, percussion, a 40 Hz-16 kHz sweep
@@ -309,6 +310,8 @@ def _false_ids(clips: dict[str, np.ndarray], attack_table: dict, peer: Peer | No
     for clip in clips.values():
         for attack_name in ("none", "MP3 64 kbps", "Ogg Vorbis q3", "speed +2% (pitch too)",
                             "white noise 20 dB SNR", "keep 10 s from the middle", "low-pass 4 kHz"):
+            if attack_name not in attack_table:  # a run restricted by --attacks
+                continue
             attacked = attack_table[attack_name](clip)
             count += 1
             ours += extract(attacked, RATE) is not None
@@ -336,13 +339,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="four 24-s clips, no 3-minute clip")
     parser.add_argument("--peer", metavar="PATH", help="audiowmark binary to run beside ours")
+    parser.add_argument("--clips", metavar="WORDS", help="only clips whose name starts with one of these "
+                        "comma-separated words (speech,sox,np: the 24-s clips; 3min; hard; sox-sweep)")
+    parser.add_argument("--attacks", metavar="WORDS", help="only attacks whose name contains one of these "
+                        "comma-separated words (MP3,noise); 'none' is always run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        clips = build_clips(tmp, args.quick)
+        clips = _chosen(build_clips(tmp, args.quick), args.clips, prefix=True)
         print(f"{len(clips)} clips: {', '.join(clips)}; ids {', '.join(f'{i:016x}' for i in IDS)}",
               file=sys.stderr)
-        run(clips, attacks(tmp), Peer(args.peer, tmp) if args.peer else None)
+        attack_table = _chosen(attacks(tmp), args.attacks and f"none,{args.attacks}")
+        run(clips, attack_table, Peer(args.peer, tmp) if args.peer else None)
+
+
+def _chosen(table: dict, words: str | None, prefix: bool = False) -> dict:
+    """The entries whose name contains (starts with, for ``prefix``) one of the comma-separated ``words``."""
+    if not words:
+        return table
+    wanted = [word.strip().lower() for word in words.split(",") if word.strip()]
+    return {name: value for name, value in table.items()
+            if any(name.lower().startswith(word) if prefix else word in name.lower() for word in wanted)}
 
 
 if __name__ == "__main__":

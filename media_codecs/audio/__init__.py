@@ -1,1 +1,1 @@
-"""Audio family: the robust 64-bit watermark (``watermark.py``) shared by the audio formats."""
+"""Audio family: the robust 64-bit watermark (the ``watermark`` package) shared by the audio formats."""

@@ -2,7 +2,7 @@
 
 A format module knows its container: where the token travels, what the header declares
 (`stream_info`, read without decoding), how to decode the audio (`decode`) and how to put new
-samples back among the file's metadata (`reencode`). The watermark (`watermark.py`) works on
+samples back among the file's metadata (`reencode`). The watermark (`watermark/`) works on
 the samples as a stream of blocks (`decode_blocks`, read twice: once to plan the mark from the
 8 kHz channel mix, once to add it) and hands the marked blocks to `encode_blocks`, so marking
 never holds the decoded audio; audio shorter than its minimum (`watermark.MIN_EMBED_SECONDS`) is

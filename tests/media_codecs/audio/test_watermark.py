@@ -120,6 +120,19 @@ def test_music_survives_white_noise_at_20_db_snr() -> None:
     assert extract(add_noise(marked, 20), RATE) == MARK
 
 
+def test_tonal_music_no_step_fits_is_marked_to_its_budget_and_read_after_a_cut() -> None:
+    # a few partials with vibrato, notes decaying for 3 s: even the smallest step's mark exceeds the
+    # budget, so the mark is planned to the budget (dear symbol copies moved part of the way)
+    t = np.arange(24 * RATE) / RATE
+    phase = 2 * np.pi * np.where((t // 3) % 2 == 0, 196.0, 294.0) * t + 3 * np.sin(2 * np.pi * 5 * t)
+    melody = np.exp(-(t % 3)) * sum(np.sin(k * phase) / k for k in range(1, 9))
+    original = stereo(melody / np.max(np.abs(melody)) * 0.3)
+    marked = embed(original, RATE, MARK)
+    assert 35.0 <= snr_db(original, marked) <= 36.0
+    assert extract(marked[7 * RATE : 17 * RATE], RATE) == MARK
+    assert extract(add_noise(marked, 20), RATE) == MARK
+
+
 def test_marked_speech_keeps_35_db_snr_and_its_shape(speech_24s) -> None:
     original, marked = speech_24s
     assert marked.shape == original.shape
@@ -133,6 +146,13 @@ def test_music_and_noise_round_trip() -> None:
         marked = embed(samples, RATE, 0xFFFF_FFFF_FFFF_FFFF)
         assert snr_db(samples, marked) >= 35.0
         assert extract(marked, RATE) == 0xFFFF_FFFF_FFFF_FFFF
+
+
+def test_digital_silence_is_left_untouched() -> None:
+    # 0 / 0 in the embedder's noise share once turned silence into NaN samples
+    silence = np.zeros((12 * RATE, 2))
+    assert np.array_equal(embed(silence, RATE, MARK), silence)
+    assert extract(silence, RATE) is None
 
 
 def test_loud_input_is_never_pushed_beyond_full_scale() -> None:
