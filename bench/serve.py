@@ -29,6 +29,7 @@ def server_env(database_url: str, redis_url: str | None) -> dict[str, str]:
            "SECRET_KEY": "bench-secret-key-not-for-production-0123456789abcdef",
            "KEY_ENCRYPTION_KEY": "bench-key-encryption-key-0123456789abcdef",
            "TOKEN_SIGNING_KEY": "bench-token-signing-key-0123456789abcdef",
+           "LOG_SIGNING_KEY": "bench-log-signing-key-0123456789abcdef",
            "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "WARNING"}
     env.pop("REDIS_URL", None)
     if redis_url:

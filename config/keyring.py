@@ -1,6 +1,6 @@
 """Per-purpose secret keys derived from the settings, so no two features share a key.
 
-KEY_ENCRYPTION_KEY and TOKEN_SIGNING_KEY each fall back to SECRET_KEY in development (settings
+KEY_ENCRYPTION_KEY, TOKEN_SIGNING_KEY and LOG_SIGNING_KEY each fall back to SECRET_KEY in development (settings
 refuse that with DEBUG off). TOKEN_SIGNING_KEY may list several comma-separated secrets: the first
 mints tokens, all of them verify, so the key can be rotated without invalidating issued tokens.
 """
@@ -35,3 +35,9 @@ def token_mac_keys() -> list[bytes]:
 def webhook_secret_key() -> bytes:
     """The 32-byte AES-256-GCM key that seals webhook endpoints' signing secrets."""
     return _derived(settings.KEY_ENCRYPTION_KEY or settings.SECRET_KEY, "webhook-secrets")
+
+
+def log_signing_seeds() -> tuple[bytes, bytes]:
+    """The transparency log's Ed25519 seed and ML-DSA-65 seed (32 bytes each)."""
+    secret = settings.LOG_SIGNING_KEY or settings.SECRET_KEY
+    return _derived(secret, "log-checkpoint-ed25519"), _derived(secret, "log-checkpoint-ml-dsa-65")

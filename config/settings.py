@@ -108,12 +108,23 @@ PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/"
 # Separate secrets per purpose; each defaults to one derived from SECRET_KEY in development.
 KEY_ENCRYPTION_KEY = env_str("KEY_ENCRYPTION_KEY", "")
 TOKEN_SIGNING_KEY = env_str("TOKEN_SIGNING_KEY", "")  # comma-separated: the first mints, all verify
+# The transparency log's Ed25519 and ML-DSA-65 checkpoint keys are derived from LOG_SIGNING_KEY
+# (config/keyring.py); its public keys are published, so changing it changes the log's identity.
+LOG_SIGNING_KEY = env_str("LOG_SIGNING_KEY", "")
 _unset_secrets = [name for name, value in (("KEY_ENCRYPTION_KEY", KEY_ENCRYPTION_KEY),
-                                            ("TOKEN_SIGNING_KEY", TOKEN_SIGNING_KEY)) if not value]
+                                            ("TOKEN_SIGNING_KEY", TOKEN_SIGNING_KEY),
+                                            ("LOG_SIGNING_KEY", LOG_SIGNING_KEY)) if not value]
 if not DEBUG and _unset_secrets:
-    # Both outlive SECRET_KEY rotations (sealed private keys, issued tokens): production sets them.
+    # Each outlives SECRET_KEY rotations (sealed private keys, issued tokens, published log keys):
+    # production sets them.
     raise ImproperlyConfigured(f"Set {' and '.join(_unset_secrets)}: DEBUG is off, so they may not fall back "
                                "to SECRET_KEY (for development, set DEBUG=true instead)")
+
+# The checkpoint origin line and the log keys' name (c2sp.org/tlog-checkpoint): a schema-less URL.
+LOG_ORIGIN = env_str("LOG_ORIGIN", "") or f"{urlparse(PUBLIC_BASE_URL).hostname or 'localhost'}/provenance-log"
+# Seconds between the sequencer's rounds: a record is in a signed checkpoint at most this long after
+# its commit, under load; an idle log signs nothing new (manage.py log_sequencer).
+LOG_SEQUENCER_INTERVAL = env_float("LOG_SEQUENCER_INTERVAL", 1.0)
 
 VERIFY_RATE_PER_MINUTE = env_int("VERIFY_RATE_PER_MINUTE", 300)
 AUTH_RATE_PER_MINUTE = env_int("AUTH_RATE_PER_MINUTE", 60)
@@ -147,6 +158,7 @@ INSTALLED_APPS = [
     "webhooks",
     "verification",
     "teams",
+    "transparency",  # the transparency log of every record (RFC 9162), under /v1/log
     "dashboard",  # the server-rendered pages (session login), under /dashboard and a few public paths
     "config",  # the limiter's RateCounter table
 ]

@@ -27,6 +27,7 @@ api_v1 = [
     path("", include("verification.urls")),
     path("", include("teams.urls")),
     path("", include("webhooks.urls")),
+    path("", include("transparency.urls")),
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
     path("docs", ApiDocsView.as_view(url_name="openapi-schema"), name="api-docs"),
     # Last: unknown /v1 paths answer in the error envelope. `[\s\S]`, not `.`, so that a path with an

@@ -28,7 +28,7 @@ class RecordAdmin(admin.ModelAdmin):
     # records: the link on its page (?org__id__exact=...).
     search_fields = ("=id", "=watermark_id", "=content_hash", "=org__id")
     fields = ("id", "org", "generator", "key", "model", "watermark_id", "content_hash", "phash", "fingerprint_kind",
-              "format", "signed_at")
+              "format", "signed_at", "log_index")
     readonly_fields = fields
     show_full_result_count = False  # no second COUNT over every record under a filtered or searched list
     list_per_page = 50  # rendering rows is most of the page's time (bench/dashboard_pages.py)

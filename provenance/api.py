@@ -96,7 +96,7 @@ class RecordDetailView(APIView):
 
     @extend_schema(responses={200: s.RecordOutput}, tags=["records"])
     def get(self, request, record_id):
-        return Response(s.RecordOutput(selectors.public_record_get(record_id=record_id)).data)
+        return Response(s.RecordOutput(selectors.public_record_detail(record_id=record_id)).data)
 
 
 class RecordC2paView(APIView):

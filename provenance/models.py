@@ -45,6 +45,9 @@ class Record(models.Model):
     signature = models.BinaryField()
     format = models.CharField(max_length=10, null=True, blank=True)  # set by server-managed signing
     signed_at = models.DateTimeField(default=timezone.now)
+    # The record's index in the transparency log, set by the sequencer (transparency/services.py) in the
+    # transaction that adds it to the tree; null until then. Record creation never touches it.
+    log_index = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects = OrgScopedQuerySet.as_manager()
 
@@ -55,9 +58,16 @@ class Record(models.Model):
             models.Index(fields=["org", "-signed_at"], name="record_org_newest"),
             # Exact matches, newest first, and the tie-break among a distance's records.
             models.Index(fields=["fingerprint_kind", "phash_value", "-signed_at"], name="record_fingerprint_exact"),
+            # The sequencer's queue: only records not yet in the log, in the order it takes them, so
+            # finding them costs the same with a million records integrated as with none.
+            models.Index(fields=["signed_at", "id"], condition=models.Q(log_index__isnull=True),
+                         name="record_log_pending"),
         ]
         constraints = [
             models.CheckConstraint(condition=_all_or_none_set(FINGERPRINT_FIELDS), name="record_fingerprint_complete"),
+            # One record per index; partial, so a new record (null) adds no entry to this index.
+            models.UniqueConstraint(fields=["log_index"], condition=models.Q(log_index__isnull=False),
+                                    name="record_log_index_unique"),
         ]
 
     def __str__(self) -> str:

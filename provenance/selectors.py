@@ -13,6 +13,7 @@ from config.keyring import token_mac_keys
 from config.paging import Page, page_of
 from provenance.models import Record
 from provenance.tokens import mint_token, parse_token
+from transparency.selectors import record_log
 
 
 def record_token(record_id: uuid.UUID) -> str:
@@ -31,6 +32,14 @@ def public_record_get(*, record_id: uuid.UUID) -> Record:
     if record is None:
         raise NotFound("Record not found.")
     record.token = record_token(record.pk)
+    return record
+
+
+def public_record_detail(*, record_id: uuid.UUID) -> Record:
+    """Public: the record as GET /v1/records/:id shows it, with its transparency `log` (one more query
+    once it is integrated, none while pending). Raises NotFound."""
+    record = public_record_get(record_id=record_id)
+    record.log = record_log(record)
     return record
 
 

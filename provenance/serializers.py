@@ -6,6 +6,7 @@ from rest_framework import serializers
 from media_codecs import FAMILIES
 from provenance import crypto
 from provenance.hashing import is_content_hash
+from transparency.serializers import LogField
 
 PHASH_PATTERN = r"^[0-9a-f]{16}\Z"
 MAX_BATCH_ITEMS = 50  # spec, Limits
@@ -81,6 +82,7 @@ class RecordOutput(serializers.Serializer):
     signed_at = serializers.DateTimeField()
     format = serializers.CharField(allow_null=True)
     token = serializers.CharField()
+    log = LogField(help_text="The record's transparency-log index and inclusion proof, or pending.")
 
     def get_signature(self, record) -> str:
         return base64.b64encode(bytes(record.signature)).decode()

@@ -14,7 +14,8 @@ from media_codecs import FAMILIES
 from record_format.payload import SIGNED_FIELDS
 
 PROJECT = Path(__file__).resolve().parents[1]
-APPS = ("accounts", "audit", "billing", "generators", "provenance", "verification", "webhooks", "teams", "dashboard")
+APPS = ("accounts", "audit", "billing", "generators", "provenance", "verification", "webhooks", "teams",
+        "transparency", "dashboard")
 
 
 def _source_files(*roots: str) -> list[Path]:

@@ -3,6 +3,8 @@ import binascii
 
 from rest_framework import serializers
 
+from transparency.serializers import LogField
+
 MAX_BATCH_ITEMS = 50  # spec: batch verify items
 
 
@@ -56,6 +58,7 @@ class VerificationOutput(serializers.Serializer):
     provenance = serializers.SerializerMethodField()
     reason = serializers.CharField(required=False, help_text="Present exactly when authentic is false.")
     record_id = serializers.SerializerMethodField()
+    log = LogField(allow_null=True, help_text="The record's transparency-log `log` object; null without a record.")
 
     def get_signals(self, result) -> dict:
         return SignalsOutput(result).data

@@ -23,6 +23,7 @@ from provenance.models import Record
 from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_id_from_token
 from provenance.tokens import InvalidToken
+from transparency.selectors import record_logs
 from verification import selectors
 from webhooks.events import events_emit
 
@@ -45,6 +46,7 @@ class Verification:
     record: Record | None = None
     reason: str | None = None
     problems: list[str] = field(default_factory=list)
+    log: dict | None = None  # the record's transparency-log object, when a record was found
 
     @property
     def record_found(self) -> bool:
@@ -67,6 +69,7 @@ def content_open(data: bytes) -> Media | None:
 def content_verify(*, data: bytes, token: str | None = None) -> Verification:
     """Verify one piece of content (any format /v1/sign produces). Raises PayloadTooLarge only."""
     result = _verify(data, content_open(data), token)
+    _attach_logs([result])
     _announce([result])
     return result
 
@@ -87,8 +90,17 @@ def contents_verify(*, items: list[tuple[bytes, str | None]]) -> list[Verificati
     for index, (data, token) in enumerate(items):
         media, opened[index] = opened[index], None  # the decoded pixels go with the item
         results.append(_verify(data, media, token))
+    _attach_logs(results)
     _announce(results)
     return results
+
+
+def _attach_logs(results: list[Verification]) -> None:
+    """Each found record's transparency-log object, for the whole request in one query at most."""
+    records = [result.record for result in results if result.record is not None]
+    logs = record_logs(records) if records else {}
+    for result in results:
+        result.log = logs.get(result.record.pk) if result.record is not None else None
 
 
 def _verify(data: bytes, media: Media | None, token: str | None) -> Verification:

@@ -33,7 +33,7 @@ def load_certificate(certificate_der: bytes) -> x509.Certificate:
     try:
         certificate = x509.load_der_x509_certificate(certificate_der)
         certificate.not_valid_before_utc, certificate.not_valid_after_utc  # noqa: B018 - pyca parses lazily
-    except ValueError:
+    except (ValueError, x509.InvalidVersion):  # a mangled version field is its own exception in pyca
         raise BadCertificate("the signing certificate is not DER X.509") from None
     return certificate
 

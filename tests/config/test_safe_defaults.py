@@ -15,7 +15,8 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SECRETS = {"SECRET_KEY": "a-production-secret-key-0123456789abcdef0123456789",
            "KEY_ENCRYPTION_KEY": "a-production-key-encryption-key-0123456789",
-           "TOKEN_SIGNING_KEY": "a-production-token-signing-key-0123456789"}
+           "TOKEN_SIGNING_KEY": "a-production-token-signing-key-0123456789",
+           "LOG_SIGNING_KEY": "a-production-log-signing-key-0123456789"}
 PROBE = """
 import json, django
 django.setup()
@@ -48,7 +49,7 @@ def test_with_nothing_set_the_service_refuses_to_start_and_names_secret_key(tmp_
     assert "ImproperlyConfigured" in result.stderr and "SECRET_KEY" in result.stderr
 
 
-@pytest.mark.parametrize("missing", ["KEY_ENCRYPTION_KEY", "TOKEN_SIGNING_KEY"])
+@pytest.mark.parametrize("missing", ["KEY_ENCRYPTION_KEY", "TOKEN_SIGNING_KEY", "LOG_SIGNING_KEY"])
 def test_each_missing_production_secret_is_named(tmp_path, missing):
     present = {name: value for name, value in SECRETS.items() if name != missing}
     result = _run(_environment(tmp_path, **present), "manage.py", "check")

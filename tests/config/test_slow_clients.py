@@ -36,6 +36,7 @@ def server_env(tmp_path_factory) -> dict[str, str]:
     env.update(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="false", ALLOWED_HOSTS="127.0.0.1",
                SECRET_KEY="slow-clients-test-secret-key-0123456789-abcdefghijklmnop",
                KEY_ENCRYPTION_KEY="slow-clients-test-kek", TOKEN_SIGNING_KEY="slow-clients-test-tsk",
+               LOG_SIGNING_KEY="slow-clients-test-lsk",
                DATABASE_URL=f"sqlite:///{database}", BODY_READ_TIMEOUT=str(READ_TIMEOUT), BODY_READ_DEADLINE="30",
                LOG_LEVEL="WARNING")
     done = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env,

@@ -48,7 +48,7 @@ def test_signed_content_verifies_with_high_confidence(api_client, key_client, or
                       "signals": {"watermark_found": True, "record_found": True, "signature_valid": True},
                       "provenance": {"org": org.name, "model": "diffusion-xl",
                                      "signed_at": result["provenance"]["signed_at"]},
-                      "record_id": signed["X-Service-Record-Id"]}
+                      "record_id": signed["X-Service-Record-Id"], "log": {"status": "pending"}}
 
 
 @pytest.mark.parametrize("fmt", ["jpeg", "png", "webp"])
@@ -111,7 +111,8 @@ def test_unsigned_content_has_no_provenance(api_client):
     result = _verify(api_client, photo_bytes("rocket", "png"))
     assert result == {"authentic": False, "tampered": False, "confidence": "none", "token_source": "none",
                       "signals": {"watermark_found": False, "record_found": False, "signature_valid": False},
-                      "provenance": None, "reason": "no_provenance_found", "record_id": None}
+                      "provenance": None, "reason": "no_provenance_found", "record_id": None,
+                      "log": None}
 
 
 @pytest.mark.parametrize("garbage", [b"not an image at all", b"\xff\xd8\xff\xe0" + b"\x00" * 100,

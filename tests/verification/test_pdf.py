@@ -37,7 +37,7 @@ def test_a_signed_pdf_verifies_with_medium_confidence(api_client, key_client, or
                       "signals": {"watermark_found": False, "record_found": True, "signature_valid": True},
                       "provenance": {"org": org.name, "model": "writer-1",
                                      "signed_at": result["provenance"]["signed_at"]},
-                      "record_id": signed["X-Service-Record-Id"]}
+                      "record_id": signed["X-Service-Record-Id"], "log": {"status": "pending"}}
 
 
 def test_a_byte_changed_in_a_content_stream_is_tampered(api_client, key_client, org, generator):

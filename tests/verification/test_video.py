@@ -43,7 +43,7 @@ def test_signed_video_comes_back_in_its_container_and_verifies_from_its_token(ap
                       "signals": {"watermark_found": False, "record_found": True, "signature_valid": True},
                       "provenance": {"org": org.name, "model": "video-gen",
                                      "signed_at": result["provenance"]["signed_at"]},
-                      "record_id": response["X-Service-Record-Id"]}
+                      "record_id": response["X-Service-Record-Id"], "log": {"status": "pending"}}
 
 
 def test_a_changed_byte_of_mdat_with_the_token_kept_is_tampered(api_client, key_client, org, generator):

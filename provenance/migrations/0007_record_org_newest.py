@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('accounts', '0004_organization_active_webhooks'),
         ('generators', '0001_initial'),
-        ('provenance', '0005_upstream_manifest'),
+        ('provenance', '0006_record_log_index'),
     ]
 
     operations = [

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TransparencyConfig(AppConfig):
+    name = "transparency"
+    verbose_name = "Transparency log"

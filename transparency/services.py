@@ -1,0 +1,140 @@
+"""The sequencer: records into the log in batches, and signed checkpoints of the tree.
+
+Record creation never waits for the log: it inserts records with a null `log_index`, and the
+sequencer (manage.py log_sequencer, its own process) later takes them in (signed_at, id) order. Each
+batch is one transaction holding the lock on the log's state row: indices, tiles, tree state and the
+new checkpoint commit together or not at all, so a sequencer killed mid-batch leaves the records
+pending and the next run integrates them, each exactly once (a unique index on `log_index` and the
+`log_index IS NULL` guard on every update back that up).
+"""
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from provenance.models import Record
+from transparency import merkle, note
+from transparency.keys import log_signers
+from transparency.models import LogState, LogTile
+from transparency.selectors import ENTRY_COLUMNS, entry_of
+from transparency.tiles import TILE_WIDTH, TileReader, append_leaves, edge_tiles
+
+BATCH_SIZE = 5000  # records a transaction: large enough to amortise the checkpoint, short enough to hold a lock
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    integrated: int
+    tree_size: int
+    checkpoint_signed: bool
+
+
+def log_integrate_batch(*, limit: int = BATCH_SIZE) -> BatchResult:
+    """Add up to `limit` pending records to the log and sign a checkpoint of the new tree, atomically.
+
+    With nothing pending, signs a checkpoint only if none exists or it is not by the current keys and
+    origin (a rotated LOG_SIGNING_KEY). Returns what was done.
+    """
+    with transaction.atomic():
+        state = _locked_state()
+        pending = list(Record.objects.filter(log_index__isnull=True).order_by("signed_at", "id")
+                       .values_list(*ENTRY_COLUMNS)[:limit])
+        if pending:
+            state.tree_size, state.root_hash = _append(state, pending)
+        elif state.checkpoint and not _signed_by_other_keys(bytes(state.checkpoint)):
+            return BatchResult(integrated=0, tree_size=state.tree_size, checkpoint_signed=False)
+        _checkpoint_sign(state)
+        state.save()
+    return BatchResult(integrated=len(pending), tree_size=state.tree_size, checkpoint_signed=True)
+
+
+def log_sequence(*, limit: int = BATCH_SIZE) -> int:
+    """Integrate every record pending now, batch after batch (a round of the sequencer). Returns how many."""
+    total = 0
+    while True:
+        result = log_integrate_batch(limit=limit)
+        total += result.integrated
+        if result.integrated < limit:
+            return total
+
+
+def log_sequencer_run(*, interval: float, limit: int = BATCH_SIZE, rounds: int | None = None) -> None:
+    """The sequencer loop: a round every `interval` seconds, forever or for `rounds` rounds.
+
+    Rounds start at a fixed rate, so a round's own time does not stretch the interval; a round that
+    overruns starts the next at once, without trying to catch up on the ones it missed.
+    """
+    next_round, done = time.monotonic(), 0
+    while rounds is None or done < rounds:
+        log_sequence(limit=limit)
+        done += 1
+        next_round = max(next_round + interval, time.monotonic())
+        time.sleep(max(0.0, next_round - time.monotonic()))
+
+
+def log_checkpoint_sign() -> LogState:
+    """Sign a checkpoint of the tree as it is now, on demand (after a key rotation, say)."""
+    with transaction.atomic():
+        state = _locked_state()
+        _checkpoint_sign(state)
+        state.save()
+    return state
+
+
+def _locked_state() -> LogState:
+    LogState.objects.get_or_create(pk=LogState.SINGLETON)  # a flushed test database has no row
+    return LogState.objects.select_for_update().get(pk=LogState.SINGLETON)
+
+
+def _append(state: LogState, pending: list[tuple]) -> tuple[int, bytes]:
+    """Give the pending records the next indices and write the tiles they change. Returns size and root."""
+    leaves = [merkle.leaf_hash(entry_of(row)) for row in pending]
+    edge = {(level, index): bytes(hashes) for level, index, hashes
+            in LogTile.objects.filter(width__lt=TILE_WIDTH).values_list("level", "index", "hashes")}
+    appended = append_leaves(state.tree_size, edge_tiles(state.tree_size, edge), leaves)
+    _assign_indices([row[0] for row in pending], first_index=state.tree_size)
+    LogTile.objects.bulk_create(
+        [LogTile(level=level, index=index, width=len(hashes) // merkle.HASH_BYTES, hashes=hashes)
+         for (level, index), hashes in appended.tiles.items()],
+        update_conflicts=True, unique_fields=["level", "index"], update_fields=["width", "hashes"])
+    return appended.tree_size, merkle.root_hash(appended.tree_size, TileReader({**edge, **appended.tiles}).node)
+
+
+def _assign_indices(record_ids: list, *, first_index: int) -> None:
+    """Give the records consecutive indices; fails (rolling the batch back) if any already had one."""
+    pk = Record._meta.pk
+    ids = [pk.get_db_prep_value(record_id, connection) for record_id in record_ids]
+    indices = list(range(first_index, first_index + len(ids)))
+    table = connection.ops.quote_name(Record._meta.db_table)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"UPDATE {table} AS r SET log_index = v.log_index "  # noqa: S608 (a quoted name)
+                           "FROM unnest(%s::uuid[], %s::bigint[]) AS v(id, log_index) "
+                           "WHERE r.id = v.id AND r.log_index IS NULL", [ids, indices])
+            updated = cursor.rowcount
+        else:
+            updated = 0
+            for record_id, index in zip(ids, indices, strict=True):
+                cursor.execute(f"UPDATE {table} SET log_index = %s WHERE id = %s AND log_index IS NULL",  # noqa: S608
+                               [index, record_id])
+                updated += cursor.rowcount
+    if updated != len(ids):
+        raise RuntimeError(f"{len(ids) - updated} records were integrated by someone else; batch rolled back")
+
+
+def _checkpoint_sign(state: LogState) -> None:
+    checkpoint = note.Checkpoint(origin=settings.LOG_ORIGIN, tree_size=state.tree_size,
+                                 root_hash=bytes(state.root_hash))
+    state.checkpoint = note.sign_note(checkpoint.text(), log_signers()).encode()
+    state.checkpoint_at = timezone.now()
+
+
+def _signed_by_other_keys(signed: bytes) -> bool:
+    try:
+        _, signatures = note.split_note(signed.decode())
+    except ValueError:
+        return True
+    return {(s.name, s.key_id) for s in signatures} != {(k.name, k.key_id) for k in log_signers()}
