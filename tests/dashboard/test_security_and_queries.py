@@ -86,7 +86,7 @@ def test_session_and_csrf_cookies_are_secure_outside_development():
     import sys
 
     env = {**os.environ, "DEBUG": "false", "SECRET_KEY": "x" * 50, "KEY_ENCRYPTION_KEY": "k" * 44,
-           "TOKEN_SIGNING_KEY": "t" * 44, "DJANGO_SETTINGS_MODULE": "config.settings"}
+           "TOKEN_SIGNING_KEY": "t" * 44, "LOG_SIGNING_KEY": "l" * 44, "DJANGO_SETTINGS_MODULE": "config.settings"}
     code = "from django.conf import settings as s; print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE)"
     out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], env=env,
                          capture_output=True, text=True, timeout=60, check=True)
