@@ -12,6 +12,7 @@ from config.errors import FormatNotSupported, GeneratorClientManaged, PayloadToo
 from generators.selectors import generator_for_signing
 from generators.services import generator_signing_seed
 from media_codecs import Codec, CodecError, CorruptMedia, Media, MediaTooLarge, detect
+from media_codecs.c2pa import FORMATS as C2PA_FORMATS
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
 from provenance import crypto
 from provenance.hashing import content_hash_of_media
@@ -22,7 +23,6 @@ from provenance.services import RecordDraft, record_create
 
 # The signed `watermark_id` of content whose format carries no watermark (video: a fingerprint only).
 NO_WATERMARK = "none"
-C2PA_FORMATS = ("jpeg", "png")  # where an upload may carry a C2PA manifest store we keep
 
 
 @dataclass(frozen=True)

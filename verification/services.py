@@ -15,6 +15,7 @@ from audit.services import audit_write_many
 from config.errors import PayloadTooLarge
 from generators.selectors import key_by_kid
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
+from media_codecs.c2pa import FORMATS as C2PA_FORMATS
 from media_codecs.c2pa import ReadManifest, check_manifest, read_manifest
 from media_codecs.c2pa.manifest import COSE_ALG_ML_DSA_65
 from provenance import crypto
@@ -32,7 +33,6 @@ from webhooks.events import events_emit
 # limit, or many smaller ones, but not fifty of the largest.
 BATCH_MAX_PIXELS = 100_000_000
 BATCH_MAX_BYTES = 25 * 1024 * 1024
-C2PA_FORMATS = ("jpeg", "png")  # where POST /v1/records/:id/c2pa/embed puts a manifest
 
 
 @dataclass

@@ -135,6 +135,7 @@ class PngCarrier:
 
 
 CARRIERS = {b"\xff\xd8": JpegCarrier(), png.SIGNATURE[:2]: PngCarrier()}
+FORMATS = ("jpeg", "png")  # the codec formats whose files carry a C2PA manifest store here
 
 
 def carrier_for(data: bytes) -> JpegCarrier | PngCarrier:
