@@ -1,12 +1,15 @@
-"""Images carrying an upstream C2PA manifest, signed at test time by c2pa-python's own Builder with an ES256
-CA + end-entity chain made with cryptography (c2pa-rs's profile check wants v3, EKU, AKI and SKI)."""
+"""C2PA test helpers: images carrying an upstream manifest, signed at test time by c2pa-python's own Builder
+with an ES256 CA + end-entity chain made with cryptography (c2pa-rs's profile check wants v3, EKU, AKI and
+SKI); c2pa-python's report on a file; hostile variants of a manifest store."""
 
 from __future__ import annotations
 
 import datetime
 import functools
 import io
+import json
 
+import numpy as np
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -81,3 +84,31 @@ def c2pa_sign(data: bytes, mime: str, *, parent: bool = False, thumbnail: bool =
     output = io.BytesIO()
     builder.sign(signer, mime, io.BytesIO(data), output)
     return output.getvalue()
+
+
+def c2pa_report(data: bytes, mime: str) -> dict:
+    """c2pa-python's JSON report on a file, with no remote fetch (needs the `c2pa` test extra)."""
+    import c2pa
+
+    context = c2pa.Context.from_dict(READ_SETTINGS)
+    return json.loads(c2pa.Reader(mime, io.BytesIO(data), context=context).json())
+
+
+def active_codes(report: dict, kind: str) -> list[str]:
+    """The codes of one kind (`success`, `informational`, `failure`) c2pa reports for the active manifest."""
+    return [item["code"] for item in report["validation_results"]["activeManifest"][kind]]
+
+
+def hostile_stores(good: bytes, *, seed: int, mutations: int) -> list[bytes]:
+    """A manifest store truncated, with random bytes changed, and with its first box sizes lying (the "c2pa"
+    mark at byte 24 stays, so a reader still finds the store)."""
+    rng = np.random.default_rng(seed)
+    hostile = [good[:n] for n in (8, 24, 40, 100, len(good) // 2, len(good) - 1)]
+    for _ in range(mutations):
+        mutated = bytearray(good)
+        for position in rng.integers(0, len(good), size=4):
+            mutated[position] = rng.integers(0, 256)
+        hostile.append(bytes(mutated))
+    hostile += [good[:8] + size.to_bytes(4, "big") + good[12:] for size in (0, 1, 7, 9, 0xFFFFFFFF)]
+    hostile += [size.to_bytes(4, "big") + good[4:] for size in (0, 1, 9, len(good) + 1, 0xFFFFFFFF)]
+    return hostile

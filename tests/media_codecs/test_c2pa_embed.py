@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
-import io
-import json
 
 import numpy as np
 import pytest
@@ -31,6 +29,10 @@ from media_codecs.c2pa.manifest import PROVENANCE_LABEL, SOFT_BINDING_LABEL, bui
 from media_codecs.image import jpeg
 
 c2pa = pytest.importorskip("c2pa")
+
+from tests.c2pa_upstream import active_codes as _codes  # noqa: E402 (c2pa first: it may be absent)
+from tests.c2pa_upstream import c2pa_report as _c2pa_read  # noqa: E402
+from tests.c2pa_upstream import hostile_stores  # noqa: E402
 
 MARK_ID = 0x0123456789ABCDEF
 EXPECTED_FAILURES = ["algorithm.unsupported", "claimSignature.mismatch"]
@@ -72,15 +74,6 @@ def _verify_pyca(message: bytes, signature: bytes) -> bool:
 
 def _verify_dilithium_py(message: bytes, signature: bytes) -> bool:
     return ML_DSA_65.verify(_key().public_key().public_bytes_raw(), message, signature)
-
-
-def _c2pa_read(data: bytes, mime: str) -> dict:
-    context = c2pa.Context.from_dict({"verify": {"remote_manifest_fetch": False, "ocsp_fetch": False}})
-    return json.loads(c2pa.Reader(mime, io.BytesIO(data), context=context).json())
-
-
-def _codes(report: dict, kind: str) -> list[str]:
-    return [item["code"] for item in report["validation_results"]["activeManifest"][kind]]
 
 
 def _png_with_chunks() -> bytes:
@@ -238,17 +231,7 @@ def test_other_formats_are_refused() -> None:
 def test_hostile_stores_raise_codec_errors_only() -> None:
     base = encode(photo("astronaut"), "JPEG")
     good = carriers.carrier_for(signed := embed(base, _facts(), _sign)).find(signed).store
-    rng = np.random.default_rng(7)
-    hostile = [good[:n] for n in (8, 24, 40, 100, len(good) // 2, len(good) - 1)]
-    for _ in range(200):
-        mutated = bytearray(good)
-        for position in rng.integers(0, len(good), size=4):
-            mutated[position] = rng.integers(0, 256)
-        hostile.append(bytes(mutated))
-    # the first description box's size lies (the "c2pa" mark at byte 24 stays, so the store is found)
-    hostile += [good[:8] + size.to_bytes(4, "big") + good[12:] for size in (0, 1, 7, 9, 0xFFFFFFFF)]
-    hostile += [size.to_bytes(4, "big") + good[4:] for size in (0, 1, 9, len(good) + 1, 0xFFFFFFFF)]
-    for store in hostile:
+    for store in hostile_stores(good, seed=7, mutations=200):
         with contextlib.suppress(CodecError):
             verify_manifest(embed_jpeg(base, store), _verify_pyca)
 

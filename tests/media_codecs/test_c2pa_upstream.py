@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
-import io
 import json
 
 import cbor2
@@ -41,8 +40,8 @@ from media_codecs.c2pa.manifest import CBOR_UUID, CLAIM_UUID, MANIFEST_UUID, SIG
 
 c2pa = pytest.importorskip("c2pa")
 
-from tests.c2pa_upstream import READ_SETTINGS as _READ_SETTINGS  # noqa: E402 (c2pa first: it may be absent)
-from tests.c2pa_upstream import TRAINED  # noqa: E402
+from tests.c2pa_upstream import TRAINED, hostile_stores  # noqa: E402 (c2pa first: it may be absent)
+from tests.c2pa_upstream import c2pa_report as _c2pa_read  # noqa: E402
 from tests.c2pa_upstream import c2pa_sign as _c2pa_sign  # noqa: E402
 from tests.c2pa_upstream import certificate_name as _name  # noqa: E402
 
@@ -57,11 +56,6 @@ EMPTY_RESULTS = {"activeManifest": {"success": [], "informational": [], "failure
 def _upstream_file(fmt: str, *, thumbnail: bool = False) -> bytes:
     image_format, mime = FORMATS[fmt]
     return _c2pa_sign(encode(photo("astronaut"), image_format), mime, thumbnail=thumbnail)
-
-
-def _c2pa_read(data: bytes, mime: str) -> dict:
-    reader = c2pa.Reader(mime, io.BytesIO(data), context=c2pa.Context.from_dict(_READ_SETTINGS))
-    return json.loads(reader.json())
 
 
 def _status_set(results: dict) -> set[tuple[str, str, str]]:
@@ -261,16 +255,7 @@ def _cbor_box(label: str, uuid: bytes, payload: bytes) -> jumbf.SuperBox:
 def test_hostile_upstream_stores_raise_codec_errors_only() -> None:
     base = encode(photo("astronaut"), "JPEG")
     good = carriers.carrier_for(_upstream_file("jpeg")).find(_upstream_file("jpeg")).store
-    rng = np.random.default_rng(11)
-    hostile = [good[:n] for n in (8, 24, 40, 100, len(good) // 2, len(good) - 1)]
-    for _ in range(150):
-        mutated = bytearray(good)
-        for position in rng.integers(0, len(good), size=4):
-            mutated[position] = rng.integers(0, 256)
-        hostile.append(bytes(mutated))
-    hostile += [good[:8] + size.to_bytes(4, "big") + good[12:] for size in (0, 1, 7, 9, 0xFFFFFFFF)]
-    hostile += [size.to_bytes(4, "big") + good[4:] for size in (0, 1, 9, len(good) + 1, 0xFFFFFFFF)]
-    for store in hostile:
+    for store in hostile_stores(good, seed=11, mutations=150):
         with contextlib.suppress(CodecError):
             validate_upstream(embed_jpeg(base, store))
         with contextlib.suppress(CodecError):

@@ -4,7 +4,6 @@ parses (only the ML-DSA algorithm unknown to it) and our verifier checks; every 
 import base64
 import datetime
 import io
-import json
 
 import numpy as np
 import pytest
@@ -18,6 +17,8 @@ from media_codecs.c2pa import ManifestFacts, embed, read_manifest, self_signed_c
 from media_codecs.c2pa.manifest import sig_structure
 from provenance.models import Record
 from tests import factories
+from tests.c2pa_upstream import active_codes as _codes
+from tests.c2pa_upstream import c2pa_report as _c2pa_report
 from tests.media import decode, encode, photo_bytes
 from tests.verification.uploads import sign, verify
 
@@ -56,15 +57,6 @@ def _signed(client, generator, content: bytes) -> tuple[bytes, str]:
     response = sign(client, generator, content, model=MODEL)
     assert response.status_code == 201, response.content[:300]
     return response.content, response["X-Service-Record-Id"]
-
-
-def _c2pa_report(data: bytes, mime: str) -> dict:
-    context = c2pa.Context.from_dict({"verify": {"remote_manifest_fetch": False, "ocsp_fetch": False}})
-    return json.loads(c2pa.Reader(mime, io.BytesIO(data), context=context).json())
-
-
-def _codes(report: dict, kind: str) -> list[str]:
-    return [item["code"] for item in report["validation_results"]["activeManifest"][kind]]
 
 
 def _png_with_chunks() -> bytes:
