@@ -41,7 +41,7 @@ def webhook_create(*, org: Organization, url: str, events: list[str]) -> Created
             raise ValidationFailed(f"An organization may have at most {MAX_ENDPOINTS_PER_ORG} webhook endpoints.")
         endpoint_id = uuid.uuid4()
         endpoint = WebhookEndpoint.objects.create(id=endpoint_id, org=org, url=url, events=kinds,
-                                                  encrypted_secret=_seal(endpoint_id, secret))
+                                                  encrypted_secret=_seal(endpoint_id, secret.encode()))
         endpoints_snapshot_refresh(org.pk)
         audit_write(org=org, type="webhook.created",
                     metadata={"webhook_id": str(endpoint_id), "url": url, "events": kinds})
@@ -145,7 +145,7 @@ def webhook_secret_reseal(*, endpoint_id: uuid.UUID) -> bool:
         if endpoint is None or sealed_key_id(endpoint.encrypted_secret) == ring.newest_id:
             return False
         secret = unseal(bytes(endpoint.encrypted_secret), ring.keys, associated_data=_sealing_context(endpoint.pk))
-        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(encrypted_secret=_seal(endpoint.pk, secret.decode()))
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(encrypted_secret=_seal(endpoint.pk, secret))
         endpoints_snapshot_refresh(org_id)
     return True
 
@@ -179,9 +179,9 @@ def _valid_events(events: list[str]) -> list[str]:
     return [kind for kind in EVENT_KINDS if kind in events]
 
 
-def _seal(endpoint_id: uuid.UUID, secret: str) -> bytes:
+def _seal(endpoint_id: uuid.UUID, secret: bytes) -> bytes:
     ring = webhook_secret_sealing_ring()
-    return seal(secret.encode(), ring.newest_key, key_id=ring.newest_id, associated_data=_sealing_context(endpoint_id))
+    return seal(secret, ring.newest_key, key_id=ring.newest_id, associated_data=_sealing_context(endpoint_id))
 
 
 def _sealing_context(endpoint_id: uuid.UUID) -> bytes:
