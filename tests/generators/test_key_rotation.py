@@ -81,3 +81,14 @@ def test_a_tampered_sealed_key_answers_503(key_client, org, generator):
     response = _sign(key_client, org, generator)
     assert (response.status_code, response.json()["error"]) == (503, "key_unavailable")
     assert Record.objects.count() == 0
+
+
+def test_the_c2pa_embed_answers_503_too_when_the_key_does_not_unseal(settings, key_client, growth_org):
+    factories.make_user(org=growth_org, role="owner")
+    generator = factories.make_generator(org=growth_org, formats=["image"])
+    signed = _sign(key_client, growth_org, generator)
+    assert signed.status_code == 201
+    settings.KEY_ENCRYPTION_KEY = NEW_ONLY
+    response = key_client(growth_org).post(f"/v1/records/{signed['X-Service-Record-Id']}/c2pa/embed",
+                                           {"content": io.BytesIO(signed.content)}, format="multipart")
+    assert (response.status_code, response.json()["error"]) == (503, "key_unavailable")
