@@ -137,6 +137,14 @@ class InviteInvalid(ApiError):
     status_code, code, message = 400, "invite_invalid", "This invite has expired or was already used."
 
 
+class KeyUnavailable(ApiError):
+    """A secret the service sealed does not unseal (its KEY_ENCRYPTION_KEY id was removed, or the blob is
+    damaged): the operator's to fix, so 503, and the details go to the log, not to the caller."""
+
+    status_code, code = 503, "key_unavailable"
+    message = "The service cannot use this generator's private key right now; the operator has been alerted."
+
+
 class TokenInvalid(ValidationFailed):
     """A single-use email token (verification, password reset) that is unknown, expired or used."""
 

@@ -11,6 +11,8 @@ from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from config.secret_ring import RingError, read_key_encryption_key, read_token_signing_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEV_SECRET_KEY = "dev-insecure-secret-key-change-me-in-production-0123456789"
@@ -106,8 +108,16 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Separate secrets per purpose; each defaults to one derived from SECRET_KEY in development.
+# KEY_ENCRYPTION_KEY and TOKEN_SIGNING_KEY are key rings, "k2:<secret>,k1:<secret>": the first entry seals
+# or mints, every entry reads; a plain secret is the ring key `legacy` (config/secret_ring.py).
 KEY_ENCRYPTION_KEY = env_str("KEY_ENCRYPTION_KEY", "")
-TOKEN_SIGNING_KEY = env_str("TOKEN_SIGNING_KEY", "")  # comma-separated: the first mints, all verify
+TOKEN_SIGNING_KEY = env_str("TOKEN_SIGNING_KEY", "")
+for _read, _value in ((read_key_encryption_key, KEY_ENCRYPTION_KEY), (read_token_signing_key, TOKEN_SIGNING_KEY)):
+    if _value:
+        try:
+            _read(_value)
+        except RingError as error:
+            raise ImproperlyConfigured(str(error)) from None
 # The transparency log's Ed25519 and ML-DSA-65 checkpoint keys are derived from LOG_SIGNING_KEY
 # (config/keyring.py); its public keys are published, so changing it changes the log's identity.
 LOG_SIGNING_KEY = env_str("LOG_SIGNING_KEY", "")

@@ -21,6 +21,9 @@ from provenance.signing import content_sign
 
 # The body names a generator: 404 for an unknown or revoked one (403 for another organization's).
 GENERATOR_NOT_FOUND = OpenApiResponse(description="`not_found`: the body's generator_id is unknown or revoked.")
+# The generator's sealed private key does not unseal (its KEY_ENCRYPTION_KEY id was removed too early).
+KEY_UNAVAILABLE = OpenApiResponse(description="`key_unavailable`: the service cannot use the generator's private "
+                                              "key (a key-custody fault of the operator's; logged).")
 
 BATCH_BODY_LIMIT = 10 * 1024 * 1024  # spec: batch record request body 10 MB
 
@@ -53,7 +56,8 @@ class SignView(APIView):
                                                         "format": {"type": "string",
                                                                    "enum": list(FAMILIES)}}}},
         # The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
-        responses={(201, "*/*"): OpenApiResponse(description="The signed content"), 404: GENERATOR_NOT_FOUND},
+        responses={(201, "*/*"): OpenApiResponse(description="The signed content"), 404: GENERATOR_NOT_FOUND,
+                   503: KEY_UNAVAILABLE},
         tags=["signing"])
     def post(self, request):
         fields = validated(s.SignInput, request)
@@ -124,7 +128,8 @@ class RecordC2paEmbedView(APIView):
     @extend_schema(
         request={"multipart/form-data": {"type": "object", "required": ["content"],
                                          "properties": {"content": {"type": "string", "format": "binary"}}}},
-        responses={(200, "image/jpeg"): OpenApiResponse(description="The asset with its manifest (or image/png)")},
+        responses={(200, "image/jpeg"): OpenApiResponse(description="The asset with its manifest (or image/png)"),
+                   503: KEY_UNAVAILABLE},
         tags=["records"])
     def post(self, request, record_id):
         embedded = record_c2pa_embed(org=request.org, record_id=record_id, data=uploaded_bytes(request, "content"))
