@@ -86,21 +86,27 @@ class SubtreeCache:
     an entry can never be stale (the same child hashes always have the same root, in any tree, of any log).
 
     Only subtrees of tile levels 1 and up are kept: those tiles are few (a million leaves have 16 at level
-    1) and every proof crosses them, while a leaf tile (level 0) is one of thousands, rarely asked twice.
-    Bounded: at `capacity` entries (keys up to 4 KB each) the oldest half is dropped.
+    1, whose subtrees all together take about 1 MB) and every proof crosses them, while a leaf tile (level
+    0) is one of thousands, rarely asked twice. Bounded by `max_bytes` of keys: past it, the oldest half
+    of the entries is dropped.
     """
 
-    def __init__(self, capacity: int = 4096):
-        self.capacity = capacity
+    def __init__(self, max_bytes: int = 8 << 20):
+        self.max_bytes = max_bytes
         self._roots: dict[bytes, bytes] = {}
+        self._bytes = 0
 
     def get(self, covered: bytes) -> bytes | None:
         return self._roots.get(covered)
 
     def put(self, covered: bytes, root: bytes) -> None:
-        if len(self._roots) >= self.capacity:
-            for key in list(self._roots)[: self.capacity // 2]:  # dicts keep insertion order: oldest first
-                self._roots.pop(key, None)  # another thread may have dropped it first
+        if self._bytes + len(covered) > self.max_bytes:
+            keys = list(self._roots)  # dicts keep insertion order: oldest first
+            for key in keys[: len(keys) // 2 + 1]:
+                if self._roots.pop(key, None) is not None:  # another thread may have dropped it first
+                    self._bytes -= len(key)
+        if covered not in self._roots:
+            self._bytes += len(covered)
         self._roots[covered] = root
 
 
