@@ -120,6 +120,7 @@ def remove_token(packet: bytes) -> bytes | None:
 def _parse(packet: bytes) -> etree._Element:
     # Some writers pad the packet with NULs up to a fixed segment size; XML forbids them.
     from lxml import etree
+
     text = packet.rstrip(b"\x00 \t\r\n")
     try:
         return etree.fromstring(text, _parser())
@@ -130,6 +131,7 @@ def _parse(packet: bytes) -> etree._Element:
 def _serialize(root: etree._Element) -> bytes:
     # Serialising the tree (not the root) keeps the <?xpacket?> instructions around it.
     from lxml import etree
+
     return etree.tostring(root.getroottree(), encoding="utf-8", xml_declaration=False)
 
 

@@ -15,11 +15,13 @@ if TYPE_CHECKING:
 def to_float(values: np.ndarray, bits: int) -> np.ndarray:
     """Signed integer samples of `bits` bits as float64 in [-1, 1)."""
     import numpy as np
+
     return values.astype(np.float64) / float(1 << (bits - 1))
 
 
 def to_int(samples: np.ndarray, bits: int) -> np.ndarray:
     """Float samples as signed integers of `bits` bits (int64), rounded to nearest and clipped."""
     import numpy as np
+
     scale = float(1 << (bits - 1))
     return np.clip(np.rint(samples * scale), -scale, scale - 1).astype(np.int64)

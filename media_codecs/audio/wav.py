@@ -160,6 +160,7 @@ def _sample_format(fmt: bytes) -> SampleFormat:
 def decode_pcm(payload: bytes | memoryview, sample_format: SampleFormat, frames: int) -> np.ndarray:
     """The first `frames` frames of a data chunk as float64 (frames, channels) in [-1, 1]."""
     import numpy as np
+
     raw = np.frombuffer(payload, dtype=np.uint8, count=frames * sample_format.block_align)
     bits = sample_format.bits
     if sample_format.is_float:
@@ -178,6 +179,7 @@ def decode_pcm(payload: bytes | memoryview, sample_format: SampleFormat, frames:
 def encode_pcm(samples: np.ndarray, sample_format: SampleFormat) -> bytes:
     """Samples as the payload of a data chunk in `sample_format` (the inverse of decode_pcm)."""
     import numpy as np
+
     bits = sample_format.bits
     if sample_format.is_float:
         return samples.astype("<f4" if bits == 32 else "<f8").tobytes()

@@ -105,6 +105,7 @@ class ImageCodec(Codec):
     def fingerprint(self, content: bytes | Media) -> str | None:
         """pHash of the decoded picture. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
         from media_codecs.image.phash import phash_hex
+
         image = self.decoded(content)
         with pixels.decoder_errors():
             return phash_hex(image)

@@ -272,6 +272,7 @@ class JpegCodec(ImageCodec):
         Huffman tables are optimised so the re-encoded file stays near the input's size.
         """
         from PIL import JpegImagePlugin
+
         options: dict[str, object] = {
             "qtables": original.quantization,
             "optimize": True,

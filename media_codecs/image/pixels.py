@@ -59,6 +59,7 @@ def decoder_errors() -> Iterator[None]:
     Pillow does not recognise, CorruptMedia for everything a decoder raises on bad data.
     """
     from PIL import Image, UnidentifiedImageError
+
     # Every codec checks MAX_PIXELS from its own header parse before Pillow sees the data,
     # and MAX_PIXELS is below Pillow's limits; this catches a lowered Image.MAX_IMAGE_PIXELS.
     try:
@@ -78,6 +79,7 @@ def open_image(data: bytes, expected_format: str) -> Image.Image:
     (Pillow's name, e.g. "JPEG"), MediaTooLarge, CorruptMedia.
     """
     from PIL import Image
+
     with decoder_errors():
         image = Image.open(io.BytesIO(data), formats=[expected_format])
     check_pixel_count(*image.size)
@@ -129,6 +131,7 @@ def require_watermarkable_mode(image: Image.Image) -> None:
 def luminance(image: Image.Image) -> np.ndarray:
     """The BT.601 full-range luminance of an RGB(A) or L(A) image, float32 HxW in 0..255."""
     import numpy as np
+
     return _luminance_of(np.asarray(image))
 
 
@@ -182,6 +185,7 @@ def _add_in_place(rows: np.ndarray, step: np.ndarray, colour_channels: int) -> N
     # Integer pixels plus a rounded delta is the rounded sum; int16 arithmetic is about 5x cheaper
     # than float32 on a 12-megapixel image (0.1 s against 0.5 s here).
     import numpy as np
+
     if rows.ndim == 2:
         rows[:] = np.clip(rows.astype(np.int16) + step, 0, 255)
         return
@@ -221,6 +225,7 @@ def _centre_crop(image: Image.Image, size: int) -> Image.Image:
 def _from_array(pixels: np.ndarray, mode: str) -> Image.Image:
     # Image.fromarray infers L, LA, RGB and RGBA from uint8 arrays of 1 to 4 channels.
     from PIL import Image
+
     image = Image.fromarray(pixels)
     if image.mode != mode:
         image = image.convert(mode)

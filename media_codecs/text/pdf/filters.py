@@ -67,6 +67,7 @@ def _filter_chain(dictionary: Dictionary) -> tuple[list[str], list[Any]]:
 
 def _undo_predictor(data: bytes, options: Any) -> bytes:
     import numpy as np
+
     predictor = options.get("Predictor", 1) if isinstance(options, Dictionary) else 1
     if predictor == 1:
         return data
@@ -94,6 +95,7 @@ def _row_layout(options: Dictionary) -> tuple[int, int]:
 def _undo_up(kinds: np.ndarray, body: np.ndarray) -> np.ndarray:
     """Rows filtered None (0) or Up (2): a running sum down each column, restarted at every None row."""
     import numpy as np
+
     if not len(body):
         return body
     sums = np.cumsum(body, axis=0, dtype=np.uint8)
