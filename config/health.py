@@ -3,15 +3,20 @@
 Outside /v1: not part of the API, its schema, its authentication or its rate limits (docs/decisions.md,
 "Health checks"). Both are cheap: `/healthz` touches nothing; `/readyz` runs one `SELECT 1`, one Redis
 PING when REDIS_URL is set, and reads the migration plan until it has once found nothing unapplied.
+
+`ProbeMiddleware` answers them near the top of the chain, before Django validates the Host header:
+probes reach a process by its address (a container's 127.0.0.1, a pod's IP), which ALLOWED_HOSTS
+rightly does not list.
 """
 
 import logging
 import threading
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
@@ -115,3 +120,19 @@ def readyz(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"status": "ok", "checks": checks})
     error = NotReady(details=checks)
     return JsonResponse(server_error_body(error.status_code, error.body()), status=error.status_code)
+
+
+PROBES = {"/healthz": healthz, "/readyz": readyz}
+
+
+class ProbeMiddleware:
+    """Answers the probe paths itself; every other request goes on down the chain."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        probe = PROBES.get(request.path_info)
+        if probe is not None:
+            return probe(request)
+        return self.get_response(request)

@@ -165,6 +165,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestContextMiddleware",  # first: request id and access log for every response
+    "config.health.ProbeMiddleware",  # /healthz and /readyz, before the Host header is checked
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -3,7 +3,6 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 from rest_framework.renderers import JSONRenderer
 
-from config import health
 from config.errors import api_not_found
 
 
@@ -38,9 +37,6 @@ api_v1 = [
 
 urlpatterns = [
     path("v1/", include(api_v1)),
-    # Probes, outside the API: no authentication, no rate limit, not in the OpenAPI schema (config/health.py).
-    path("healthz", health.healthz, name="healthz"),
-    path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("", include("dashboard.urls")),  # also the pages behind emailed links
 ]

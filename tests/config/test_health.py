@@ -146,6 +146,14 @@ def test_readyz_reads_the_migration_plan_only_until_it_has_passed(client, other_
 
 
 @pytest.mark.django_db
+def test_probes_answer_whatever_the_host_header_says(client):
+    # A container's healthcheck and an orchestrator reach the process by its address, not its public name.
+    assert client.get("/healthz", HTTP_HOST="10.1.2.3:8000").status_code == 200
+    assert client.get("/readyz", HTTP_HOST="10.1.2.3:8000").status_code == 200
+    assert client.get("/login", HTTP_HOST="10.1.2.3:8000").status_code == 400
+
+
+@pytest.mark.django_db
 def test_probes_are_public_and_never_rate_limited(client, settings):
     settings.VERIFY_RATE_PER_MINUTE = settings.AUTH_RATE_PER_MINUTE = 1
     for _ in range(5):
