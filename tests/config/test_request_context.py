@@ -173,3 +173,38 @@ def test_production_logs_are_json_on_stdout_and_development_logs_are_text():
                                                       "message": "hello world", "request_id": None}
     text = _log_one_line("true")
     assert text.rstrip().endswith("WARNING probe hello world") and not text.startswith("{")
+
+
+def test_a_408_from_the_body_timeout_keeps_the_request_id_header(monkeypatch):
+    from config import body_timeout
+    from config.body_timeout import BodyReadTimeout, BodyTimeoutMiddleware
+    from tests.config.test_body_timeout import LENGTH, ClockedStream, call, environ
+
+    def app(env, start_response):  # the Django chain: reads the body, fails, answers with the request id
+        try:
+            while env["wsgi.input"].read(LENGTH):
+                pass
+        except BodyReadTimeout:
+            start_response("400 Bad Request", [("Content-Type", "text/html"), ("X-Request-Id", "lb-00000001")])
+            return [b"<h1>Bad Request</h1>"]
+
+    clock = [0.0]
+    monkeypatch.setattr(body_timeout, "monotonic", lambda: clock[0])
+    status, headers, _body = call(BodyTimeoutMiddleware(app, read_timeout=1, deadline=1.5),
+                                  environ("/v1/records", ClockedStream(clock, b"x" * LENGTH)))
+    assert status == "408 Request Timeout" and headers["X-Request-Id"] == "lb-00000001"
+
+
+def _setting_in_a_fresh_process(name: str, debug: str) -> str:
+    env = {key: value for key, value in os.environ.items() if key not in ("DJANGO_SETTINGS_MODULE", name)}
+    env.update({"DEBUG": debug, "SECRET_KEY": "x" * 50, "KEY_ENCRYPTION_KEY": "k" * 44, "TOKEN_SIGNING_KEY": "t" * 44,
+                "LOG_SIGNING_KEY": "l" * 44, "DJANGO_SETTINGS_MODULE": "config.settings"})
+    code = f"import django; django.setup(); from django.conf import settings; print(settings.{name})"
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=PROJECT, capture_output=True, text=True,
+                          timeout=60, check=True).stdout.strip()
+
+
+def test_emails_go_over_smtp_outside_development_never_to_the_log_stream():
+    # The console backend prints emails, single-use tokens included, to stdout: the log stream in production.
+    assert _setting_in_a_fresh_process("EMAIL_BACKEND", "false") == "django.core.mail.backends.smtp.EmailBackend"
+    assert _setting_in_a_fresh_process("EMAIL_BACKEND", "true") == "django.core.mail.backends.console.EmailBackend"
