@@ -30,6 +30,7 @@ SECRET_SHAPES = {
     "password field": re.compile(r"""["']?(password|passwd|secret_key)["']?\s*[:=]\s*["'][^"']{4,}""", re.I),
 }
 MIN_EXACT_LENGTH = 8  # shorter registered values would match ordinary words
+KNOWN_PREFIXES = ("svc_key_", "whsec_", "svc_")  # longest first
 
 _secrets: set[str] = set()
 _files: list[Path] = []
@@ -42,6 +43,9 @@ def register_secret(value: str | bytes | None) -> None:
         value = value.hex()
     if value and len(value) >= MIN_EXACT_LENGTH:
         _secrets.add(value)
+        prefix = next((prefix for prefix in KNOWN_PREFIXES if value.startswith(prefix)), "")
+        if prefix and len(value) - len(prefix) >= MIN_EXACT_LENGTH:  # the part after it is as secret
+            _secrets.add(value[len(prefix):])
 
 
 def watch_file(path: Path) -> None:

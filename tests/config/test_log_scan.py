@@ -129,3 +129,14 @@ def test_ordinary_lines_are_not_leaks():
     lines = ["GET /v1/records/0b0e4c9e-6a53-4b8e-9d5c-1f3f0e1c2a3b 200 3.1ms", "password reset email sent to a@b.c",
              "svc_client retry 2", "content_hash sha256:" + "ab" * 32]
     assert find_leaks(lines, {"a-registered-secret"}) == []
+
+
+def test_the_part_of_a_registered_secret_after_its_prefix_counts_too(monkeypatch):
+    from tests import log_scan
+
+    monkeypatch.setattr(log_scan, "_secrets", set())
+    log_scan.register_secret("svc_key_Zm9vYmFyYmF6MTIzNDU2")
+    log_scan.register_secret("short")  # too short to tell from ordinary words: ignored
+    assert log_scan._secrets == {"svc_key_Zm9vYmFyYmF6MTIzNDU2", "Zm9vYmFyYmF6MTIzNDU2"}
+    (leak,) = find_leaks(["created Zm9vYmFyYmF6MTIzNDU2", "a short line"], log_scan._secrets)
+    assert leak.startswith("a secret a test created")
