@@ -1,6 +1,7 @@
 """/healthz and /readyz: every state of the readiness checks, on real databases and a real Redis."""
 
 import socket
+import time
 
 import pytest
 from django.db import connection, connections
@@ -98,6 +99,19 @@ def test_readyz_is_not_ready_when_redis_is_down(client, settings):
     details = _assert_not_ready(client.get("/readyz"))
     assert details["redis"] == {"status": "error", "error": "ConnectionError"}
     assert details["database"] == {"status": "ok"} and details["migrations"] == {"status": "ok"}
+
+
+@pytest.mark.django_db
+def test_readyz_gives_up_on_a_redis_that_never_answers(client, settings, monkeypatch):
+    monkeypatch.setattr(health, "REDIS_TIMEOUT_SECONDS", 0.5)
+    with socket.socket() as silent:  # the kernel accepts the connection; nobody ever reads or answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        _redis_cache(settings, f"redis://127.0.0.1:{silent.getsockname()[1]}/0")
+        started = time.monotonic()
+        details = _assert_not_ready(client.get("/readyz"))
+    assert details["redis"] == {"status": "error", "error": "TimeoutError"}
+    assert time.monotonic() - started < 3
 
 
 def test_readyz_is_not_ready_when_the_database_is_down(client, other_database):
