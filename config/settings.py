@@ -174,6 +174,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.RequestContextMiddleware",  # first: request id and access log for every response
+    "config.health.ProbeMiddleware",  # /healthz and /readyz, before the Host header is checked
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -237,7 +239,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# Development prints emails to the console. Outside development the default is SMTP: the console is the
+# log stream there, and emails carry single-use tokens (verification, password reset, invites).
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend" if DEBUG
+                        else "django.core.mail.backends.smtp.EmailBackend")
 EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH", str(BASE_DIR / "sent-emails"))
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
@@ -300,10 +305,20 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 CSRF_FAILURE_VIEW = "config.errors.csrf_failure"  # JSON under /v1, Django's page elsewhere
 
+# Logs go to stdout, one line per record, each with the request id of the request that wrote it
+# (config/logs.py). With DEBUG off, one JSON object per line for a log collector; in development a
+# readable line. LOG_FORMAT (json or text) overrides the choice.
+LOG_FORMAT = env_str("LOG_FORMAT", "text" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_context": {"()": "config.logs.RequestContextFilter"}},
+    "formatters": {"json": {"()": "config.logs.JsonFormatter"}, "text": {"()": "config.logs.TextFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout",
+                             "formatter": LOG_FORMAT, "filters": ["request_context"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Django's own 4xx warnings repeat the access log line; its 5xx errors carry the traceback.
     "loggers": {"django.request": {"level": "ERROR"}},
 }
