@@ -10,6 +10,7 @@ image at each format's signing pixel limit (and one just over it).
     .venv/bin/python bench/hostile.py --families     (every family's hostile files, JSON and multipart
                                                        cases against a live gunicorn worker: bench/hostile_live.py)
     .venv/bin/python bench/hostile.py --all          (both tables)
+    .venv/bin/python bench/hostile.py --families --markdown   (the per-family table of docs/reliability.md)
 """
 
 import argparse
@@ -177,6 +178,7 @@ def main() -> None:
     parser.add_argument("--child")
     parser.add_argument("--families", action="store_true", help="only the per-family table (live server)")
     parser.add_argument("--all", action="store_true", help="the fresh-process table, then the per-family table")
+    parser.add_argument("--markdown", action="store_true", help="the per-family table as in docs/reliability.md")
     args = parser.parse_args()
     if args.child:
         return _child(args.child)
@@ -186,7 +188,8 @@ def main() -> None:
         from bench import hostile_live
 
         print()
-        hostile_live.print_rows(hostile_live.all_rows(Path(tempfile.mkdtemp(prefix="hostile-live-"))))
+        rows = hostile_live.all_rows(Path(tempfile.mkdtemp(prefix="hostile-live-")))
+        (hostile_live.print_markdown if args.markdown else hostile_live.print_rows)(rows)
 
 
 def _fresh_process_table(args) -> None:

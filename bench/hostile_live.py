@@ -298,3 +298,27 @@ def print_rows(rows: list[Row]) -> None:
     for row in rows:
         print(f"{row.case:52} {row.route:34} {row.bytes:>10} {row.status:>6} {row.code!s:>22} {row.seconds:>8.3f} "
               f"{row.rss_growth_mb:>8.1f} {row.peak_growth_mb:>8.1f} {'ok' if row.next_ok else 'FAILED'}")
+
+
+def print_markdown(rows: list[Row]) -> None:
+    """The table of docs/reliability.md: one line per case, sign and verify side by side for files."""
+    by_case: dict[str, list[Row]] = {}
+    for row in rows:
+        by_case.setdefault(row.case, []).append(row)
+    print("| case | bytes | answers | slowest | RSS growth | peak growth |")
+    print("|---|---|---|---|---|---|")
+    for case, group in by_case.items():
+        answers = ", ".join(f"{_short(row.route)} {row.status} `{row.code}`" if row.code else f"{_short(row.route)} "
+                            f"{row.status}" for row in group)
+        if len(answers) > 160:  # a JSON case over many operations: count the answers instead
+            counts: dict[str, int] = {}
+            for row in group:
+                key = f"{row.status} `{row.code}`"
+                counts[key] = counts.get(key, 0) + 1
+            answers = f"{len(group)} operations: " + ", ".join(f"{n} x {key}" for key, n in counts.items())
+        print(f"| {case} | {max(row.bytes for row in group):,} | {answers} | {max(r.seconds for r in group):.2f} s | "
+              f"{max(r.rss_growth_mb for r in group):.1f} MB | {max(r.peak_growth_mb for r in group):.1f} MB |")
+
+
+def _short(route: str) -> str:
+    return route if " " not in route else route.split(" ", 1)[1]
