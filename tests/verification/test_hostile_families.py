@@ -113,3 +113,17 @@ def test_multipart_of_a_thousand_parts_within_bounds(live):
     # Django allows 1,000 fields: sign's two of its own make 1,002 and are refused, verify's 1,000 are read.
     assert answers[("multipart-1000-fields-and-a-file", "sign")] == (400, "validation_error")
     assert answers[("multipart-1000-fields-and-a-file", "verify")] == (200, "no_provenance_found")
+
+
+@pytest.mark.parametrize("fmt", ["png", "jpeg", "wav", "flac", "pdf", "mp4"])
+def test_a_polyglot_made_after_signing_is_never_authentic(live, fmt):
+    name, content_type = hm.FILE_NAMES[fmt]
+    signed = live.http.post(f"{live.base}/v1/sign", data={"model": "m", "generator_id": live.generator_id},
+                            files={"content": (name, hm.sample(fmt), content_type)}, headers=live.headers(),
+                            timeout=60)
+    assert signed.status_code == 201
+    appended = signed.content + hm.jpeg_zip_polyglot()[len(hm.sample("jpeg")):]  # a ZIP after the signed file
+    answers = [live.http.post(f"{live.base}/v1/verify", files={"content": (name, data, content_type)},
+                              timeout=60).json() for data in (signed.content, appended)]
+    assert answers[0]["authentic"] is True
+    assert answers[1]["authentic"] is False  # the content hash covers every byte: tampered, or no token found
