@@ -14,11 +14,18 @@ Design
   material with few strong cells), the mark is planned to the budget: cheap symbol copies are
   moved all the way, dear ones part of the way (distortion compensation), measured and planned
   again until it fits. The reader tries every step; the pilot picks it.
+* A second carrier, the broadband energy envelope (``envelope.py``): the whole signal is scaled by a
+  gain per 32-ms slot so that the log-energy difference of consecutive slots of the channel mix, at
+  the recording's own rate, sits on its bit's lattice. It goes wherever the signal's energy is (a
+  sweep or tone above the cells' band), and takes a share of the SNR budget only when much of the
+  energy lies outside the cells' band (``envelope.share_for``): speech and most music leave it all to
+  the cells. The cells are planned on the mix as the envelope scales it, within what it left.
 * The layout repeats every ``PERIOD_SLOTS`` slots (8.4 s): any 8.5 s of the recording hold every
   symbol once. Reading (``reading.py``) searches the sync with the pilot, at the original speed
   and then over a +-2.5% grid, reads at most three windows of 25.6 s, and accepts an id only if
   the pilot is significant, the CRC matches and the soft values agree with the codeword:
-  otherwise ``None``, never a wrong id.
+  otherwise ``None``, never a wrong id. Between the two, the envelope is read (same acceptance).
+  Marks made before the envelope existed read as before: the cells are unchanged.
 
 Minimum length: ``embed`` needs ``MIN_EMBED_SECONDS`` (9 s); ``extract`` returns None on less
 than one period of audio.
