@@ -80,12 +80,18 @@ class LiveServer:
                 cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
-        while "Worker ready" not in self.log.read_text(errors="replace"):
+        while not self._healthy():  # the probe, not a log line: LOG_LEVEL=ERROR keeps "Worker ready" out of the log
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"gunicorn did not start:\n{self.log.read_text(errors='replace')[-3000:]}")
             time.sleep(0.05)
         self.generator_id = self._generator_id()
         return self
+
+    def _healthy(self) -> bool:
+        try:
+            return self.http.get(f"{self.base}/healthz", timeout=1).status_code == 200
+        except requests.RequestException:
+            return False
 
     def stop(self) -> None:
         if self.process is None:

@@ -68,7 +68,9 @@ def test_a_key_under_a_removed_id_answers_503_key_unavailable_and_stores_nothing
     with caplog.at_level(logging.ERROR, logger="generators.services"):
         response = _sign(key_client, org, generator)
     assert response.status_code == 503
-    assert response.json() == {"error": "key_unavailable", "message": response.json()["message"]}
+    # A 5xx envelope carries the request id of the log lines that name the generator and key id.
+    assert response.json() == {"error": "key_unavailable", "message": response.json()["message"],
+                               "request_id": response["X-Request-Id"]}
     assert "legacy" in caplog.text and OLD_SECRET not in caplog.text
     assert Record.objects.count() == 0 and not UsageCounter.objects.filter(signatures_used__gt=0).exists()
 
