@@ -16,9 +16,11 @@ Design
 * Reading: the luminance is whitened (local mean removed, each pixel weighted by the inverse
   of its local residual power, outliers clipped) and folded
   modulo the tile, so a crop only shifts the tile cyclically; an FFT correlation with the
-  pilot finds that shift, then each coded bit is read from its bins. Scaling and rotation
-  are undone first when the plain read fails: the tiling makes the autocorrelation of the
-  whitened image peak on the (scaled, rotated) tile lattice, which gives the transform.
+  pilot finds that shift, then each coded bit is read from its bins. A mirrored copy folds to
+  the mirrored tile, so the four flips of the folded tile are tried. Scaling, rotation and
+  aspect-ratio changes are undone first when the plain read fails: the tiling makes the
+  autocorrelation of the whitened image peak on the (affinely distorted) tile lattice, whose
+  two basis vectors give the 2x2 transform.
 * A read is accepted only if the pilot peak is significant, the CRC matches and the soft
   values agree with the re-encoded codeword: otherwise ``None``, never a wrong id.
 
@@ -59,7 +61,10 @@ _SYNC_WINDOW = 1024  # window for the (slower) scale/rotation search
 _EMBED_BAND = 4 * TILE  # rows embedded at a time: bounded memory on large images
 _GRID = 4  # the masking gain is measured on 4x4 blocks
 _BLUR_MARGIN = 8  # rows OpenCV's Gaussian of sigma 2 reaches (kernel size 17)
-_SCALE_RANGE = (0.45, 1.6)  # scalings the lattice search considers (square lattice: no shear)
+_SCALE_RANGE = (0.45, 1.6)  # tile-vector lengths the lattice search considers, in tiles
+_ASPECT_RANGE = (0.7, 1.43)  # ratio of the two tile vectors' lengths (aspect-ratio changes to 0.8-1.25)
+_MAX_SHEAR_COSINE = 0.3  # the tile vectors stay within ~17° of perpendicular
+_LATTICE_PEAKS = 24  # strongest autocorrelation peaks per axis paired into lattice candidates
 
 _CODED_BITS = ecc.CODED_BITS
 
@@ -271,13 +276,19 @@ def _decode(soft: np.ndarray) -> int | None:
     return ecc.decode(soft, _MIN_CODEWORD_AGREEMENT)[0]
 
 
-def _read_aligned(y: np.ndarray) -> tuple[int | None, float]:
-    """Read a mark whose tiles are axis-aligned at the embedding scale (any translation)."""
-    spectrum = _flat_spectrum(_fold(_whiten(y)))
-    dy, dx, score = _find_shift(spectrum)
-    if score < _MIN_PILOT_SCORE:
-        return None, score
-    return _decode(_soft_bits(spectrum, (dy, dx))), score
+def _read_aligned(y: np.ndarray) -> int | None:
+    """Read a mark whose tiles are axis-aligned at the embedding scale (any translation), as it
+    is or mirrored: a flip of the image is a flip of the folded tile (up to a cyclic shift, which
+    the pilot search absorbs), so the four mirror images cost one fold and four tile FFTs."""
+    folded = _fold(_whiten(y))
+    for flipped in (folded, folded[:, ::-1], folded[::-1], folded[::-1, ::-1]):
+        spectrum = _flat_spectrum(flipped)
+        dy, dx, score = _find_shift(spectrum)
+        if score >= _MIN_PILOT_SCORE:
+            mark_id = _decode(_soft_bits(spectrum, (dy, dx)))
+            if mark_id is not None:
+                return mark_id
+    return None
 
 
 def _autocorrelation(y: np.ndarray, max_lag: int) -> np.ndarray:
@@ -304,28 +315,56 @@ def _autocorrelation(y: np.ndarray, max_lag: int) -> np.ndarray:
 def _lattice_candidates(y: np.ndarray, count: int = 6) -> list[np.ndarray]:
     """Likely 2x2 maps (columns: observed tile x/y vectors) from autocorrelation peaks.
 
-    A peak is scored with the peaks its square lattice implies (the vector turned 90° and
-    both diagonals), which tells the tiling apart from the image's own repetitive texture.
+    The tiling makes the autocorrelation peak on a lattice spanned by the two observed tile
+    vectors: a similarity of the square grid after a scale or rotation, a general affine one after
+    an aspect-ratio change (or both). A pair of peaks (u near the x axis, v near the y axis) is
+    scored with the peaks its lattice implies at u + v and u - v, which tells the tiling apart
+    from the image's own repetitive texture.
     """
     longest = min(_SCALE_RANGE[1] * TILE, 0.75 * min(y.shape))
     max_lag = int(np.ceil(longest * np.sqrt(2))) + 2  # room for the diagonals
     acf = _autocorrelation(y, max_lag)
     lag_y, lag_x = np.mgrid[-max_lag : max_lag + 1, -max_lag : max_lag + 1]
     lag = np.hypot(lag_y, lag_x)
-    allowed = (lag >= _SCALE_RANGE[0] * TILE) & (lag <= longest) & (lag_x > 0) & (np.abs(lag_y) <= lag_x)
+    in_range = (lag >= _SCALE_RANGE[0] * TILE) & (lag <= longest)
     local_max = acf >= cv2.dilate(acf, np.ones((5, 5), np.uint8))
-    ys, xs = np.nonzero(allowed & local_max)
-    vy, vx = ys - max_lag, xs - max_lag
     near_max = cv2.dilate(acf, np.ones((3, 3), np.uint8))  # tolerate a pixel of lattice distortion
-    score = acf[ys, xs].copy()
-    for py, px in ((vx, -vy), (vy + vx, vx - vy), (vy - vx, vx + vy)):
-        score += near_max[np.clip(py + max_lag, 0, 2 * max_lag), np.clip(px + max_lag, 0, 2 * max_lag)]
+
+    def strongest(cone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ys, xs = np.nonzero(in_range & local_max & cone)
+        keep = np.argsort(acf[ys, xs])[::-1][:_LATTICE_PEAKS]
+        return ys[keep] - max_lag, xs[keep] - max_lag
+
+    uy, ux = strongest((lag_x > 0) & (np.abs(lag_y) <= lag_x))  # x tile vector: within 45° of +x
+    vy, vx = strongest((lag_y > 0) & (np.abs(lag_x) < lag_y))  # y tile vector: within 45° of +y
+    if len(ux) == 0 or len(vx) == 0:
+        return []
+    uy, ux, vy, vx = uy[:, None], ux[:, None], vy[None, :], vx[None, :]
+    length_u, length_v = np.hypot(uy, ux), np.hypot(vy, vx)
+    cosine = (uy * vy + ux * vx) / (length_u * length_v)
+    plausible = ((length_v / length_u >= _ASPECT_RANGE[0]) & (length_v / length_u <= _ASPECT_RANGE[1])
+                 & (np.abs(cosine) <= _MAX_SHEAR_COSINE))
+
+    def at(py: np.ndarray, px: np.ndarray, table: np.ndarray) -> np.ndarray:
+        return table[np.clip(py + max_lag, 0, 2 * max_lag), np.clip(px + max_lag, 0, 2 * max_lag)]
+
+    score = (at(uy, ux, acf) + at(vy, vx, acf) + at(uy + vy, ux + vx, near_max)
+             + at(uy - vy, ux - vx, near_max))
+    score = np.where(plausible, score, -np.inf)
     maps = []
-    for best in np.argsort(score)[::-1][:count]:
-        py, px = ys[best], xs[best]
-        ux, uy = _subpixel(acf[py, :], px) - max_lag, _subpixel(acf[:, px], py) - max_lag
-        maps.append(np.array([[ux, -uy], [uy, ux]]) / TILE)  # y tile vector = x vector turned 90°
+    for best in np.argsort(score, axis=None)[::-1][:count]:
+        i, j = np.unravel_index(best, score.shape)
+        if not np.isfinite(score[i, j]):
+            break
+        u = _subpixel_peak(acf, int(uy[i, 0]) + max_lag, int(ux[i, 0]) + max_lag) - max_lag
+        v = _subpixel_peak(acf, int(vy[0, j]) + max_lag, int(vx[0, j]) + max_lag) - max_lag
+        maps.append(np.array([[u[1], v[1]], [u[0], v[0]]]) / TILE)
     return maps
+
+
+def _subpixel_peak(values: np.ndarray, row: int, col: int) -> np.ndarray:
+    """(y, x) of a 2-D peak refined along each axis."""
+    return np.array([_subpixel(values[:, col], row), _subpixel(values[row, :], col)])
 
 
 def _to_embedding_grid(y: np.ndarray, transform: np.ndarray) -> np.ndarray:
@@ -349,14 +388,14 @@ def extract_luma(y: np.ndarray) -> int | None:
     if y.ndim != 2 or min(y.shape) < MIN_READ_SIDE:
         return None
     y = np.asarray(y, dtype=np.float32)
-    mark_id, _ = _read_aligned(_centre_window(y, READ_WINDOW))
+    mark_id = _read_aligned(_centre_window(y, READ_WINDOW))
     if mark_id is not None:
         return mark_id
     window = _centre_window(y, _SYNC_WINDOW)
     for transform in _lattice_candidates(window):
         if np.allclose(transform, np.eye(2), atol=2e-3):
             continue  # the aligned read above already covered this
-        mark_id, _ = _read_aligned(_to_embedding_grid(window, transform))
+        mark_id = _read_aligned(_to_embedding_grid(window, transform))
         if mark_id is not None:
             return mark_id
     return None

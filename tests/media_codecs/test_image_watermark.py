@@ -79,6 +79,45 @@ def test_a_slightly_rotated_copy_still_reads(signed_photo):
     assert extract_luma(_luma(rotated)) == MARK_ID
 
 
+def _resize(rgb: np.ndarray, scale_x: float, scale_y: float) -> np.ndarray:
+    height, width = rgb.shape[:2]
+    size = (round(width * scale_x), round(height * scale_y))
+    return np.array(Image.fromarray(rgb).resize(size, Image.Resampling.BICUBIC))
+
+
+@pytest.fixture(scope="module")
+def signed_coffee() -> np.ndarray:
+    return _sign_rgb(skimage.data.coffee(), MARK_ID)
+
+
+@pytest.mark.parametrize("flip", ["horizontal", "vertical", "both"])
+def test_a_mirrored_copy_still_reads(signed_photo, signed_coffee, flip):
+    axes = {"horizontal": (1,), "vertical": (0,), "both": (0, 1)}[flip]
+    for signed in (signed_photo, signed_coffee):
+        assert extract_luma(_luma(np.flip(signed, axes))) == MARK_ID
+
+
+@pytest.mark.parametrize("scale_x, scale_y", [(1.0, 0.8), (0.8, 1.0), (1.25, 1.0), (0.9, 1.1)])
+def test_a_copy_with_another_aspect_ratio_still_reads(signed_photo, signed_coffee, scale_x, scale_y):
+    for signed in (signed_photo, signed_coffee):
+        assert extract_luma(_luma(_resize(signed, scale_x, scale_y))) == MARK_ID
+
+
+def test_combined_flip_aspect_change_crop_and_jpeg_still_read(signed_photo, signed_coffee):
+    for signed in (signed_photo, signed_coffee):
+        stretched = _resize(signed[:, ::-1], 1.2, 1.0)
+        height, width = stretched.shape[:2]
+        cropped = np.ascontiguousarray(stretched[height // 20 : -height // 20, width // 20 : -width // 20])
+        assert extract_luma(_luma(_jpeg(cropped, 75))) == MARK_ID
+        rotated = Image.fromarray(_resize(signed, 0.9, 1.1)[::-1]).rotate(2, resample=Image.Resampling.BICUBIC)
+        assert extract_luma(_luma(np.array(rotated))) == MARK_ID
+
+
+def test_an_unmarked_photo_gives_none_even_mirrored_or_stretched(photo):
+    for variant in (photo[:, ::-1], photo[::-1], _resize(photo, 1.0, 0.8), _resize(photo, 1.25, 1.0)):
+        assert extract_luma(_luma(np.ascontiguousarray(variant))) is None
+
+
 def test_an_unmarked_photo_gives_none(photo):
     assert extract_luma(_luma(photo)) is None
 
