@@ -48,13 +48,15 @@ _SEED = 0x5EC0_C0DE_2026
 _MARK_RMS = 1.72  # luminance units: RMS 1.72 -> PSNR ~43.3 dB after the RGB round trip
 _BAND = (8.0, 32.0)  # radii in tile-DFT bins (cycles per tile): mid frequencies survive JPEG/resize
 _BINS_PER_BIT = 2
+_SNR_BAND_WIDTH, _SNR_BANDS = 4, 6  # radius bands (in tile-DFT bins) the reader weighs separately
 _PILOT_ENERGY = 0.25  # share of the mark energy given to the synchronisation pilot
 _WHITEN_SIGMA = 2.0  # Gaussian removed from the luminance before reading: the host's low frequencies
 _LOCAL_POWER_SIGMA = 3.0  # neighbourhood over which host noise power is estimated
 _POWER_FLOOR = 4.0  # keeps flat areas from being amplified without bound
 _CLIP_SIGMAS = 7.5  # weighted residual clipped at this many mean absolute values (edges)
-_MASK_FLOOR = 3.0  # luminance units: how far flat areas keep some mark
-_MASK_EXPONENT = 0.75  # 0: no masking; 1: mark proportional to local activity
+_MASK_FLOOR = 3.0  # luminance units: activity added before the exponent (flat areas keep some mark)
+_MASK_EXPONENT = 0.75  # 0: no masking; 1: mark proportional to local activity (plus the floor)
+_FLAT_RMS = 0.6  # luminance units: the mark's RMS on a perfectly flat area (sky, walls, gradients)
 _HEADROOM, _HEADROOM_MIN_GAIN = 8.0, 0.2  # fade the mark within 8 levels of black/white
 READ_WINDOW = 2048  # reads look at most at this centred window (bounded time on huge images)
 _SYNC_WINDOW = 1024  # window for the (slower) scale/rotation search
@@ -181,12 +183,23 @@ def _masking_gain_grid(luma_rows: Callable[[int, int], np.ndarray], height: int,
         mean_y.append(_block_means(y[top - first : bottom - first]))
     small, small_y = np.concatenate(energy), np.concatenate(mean_y)
     activity = cv2.sqrt(cv2.GaussianBlur(small, (0, 0), _LOCAL_POWER_SIGMA / 2))
-    gain = cv2.pow(activity + _MASK_FLOOR, _MASK_EXPONENT)
+    gain = _mask_gain(activity)
     # near black or white half the mark is clipped away and the rest is pure distortion
     headroom = np.minimum(small_y, 255.0 - small_y)
     gain *= np.clip(headroom / _HEADROOM, _HEADROOM_MIN_GAIN, 1.0)
-    gain *= 1.0 / np.sqrt(float(np.mean(gain * gain)))
+    # the gain is absolute (flat areas get _FLAT_RMS whatever the rest of the image), and only
+    # scaled down when the whole would exceed the RMS budget: a flat image carries a faint mark
+    mean_square = float(np.mean(gain * gain))
+    if mean_square > 1.0:
+        gain *= 1.0 / np.sqrt(mean_square)
     return gain
+
+
+def _mask_gain(activity: np.ndarray) -> np.ndarray:
+    """Mark amplitude per unit of ``_MARK_RMS`` for a local activity (RMS of the host's residual):
+    ``_FLAT_RMS / _MARK_RMS`` on a flat area, growing with the texture that hides it."""
+    gain = cv2.pow(activity + _MASK_FLOOR, _MASK_EXPONENT)
+    return gain * np.float32(_FLAT_RMS / _MARK_RMS / _MASK_FLOOR**_MASK_EXPONENT)
 
 
 def _block_means(rows: np.ndarray) -> np.ndarray:
@@ -216,14 +229,17 @@ def _centre_window(y: np.ndarray, size: int) -> np.ndarray:
     return y[top : top + size, left : left + size]
 
 
-def _whiten(y: np.ndarray) -> np.ndarray:
+def _whiten(y: np.ndarray, matched: bool = True) -> np.ndarray:
     """Keep mostly mark: remove the image's low frequencies, then weight each pixel by the
     inverse of its local residual power (busy texture carries more host noise than mark),
     and clip what is left of strong edges."""
     y = np.ascontiguousarray(y, dtype=np.float32)
     residual = y - cv2.GaussianBlur(y, (0, 0), _WHITEN_SIGMA)
     local_power = cv2.GaussianBlur(residual * residual, (0, 0), _LOCAL_POWER_SIGMA)
+    # matched filter: weight by the mark's expected local amplitude over the host's local power
     weighted = residual / (local_power + _POWER_FLOOR)
+    if matched:
+        weighted *= _mask_gain(cv2.sqrt(local_power))
     limit = _CLIP_SIGMAS * float(np.mean(np.abs(weighted))) + 1e-6
     return np.clip(weighted, -limit, limit)
 
@@ -264,13 +280,33 @@ def _find_shift(spectrum: np.ndarray) -> tuple[float, float, float]:
     return _subpixel(corr[:, peak_x], peak_y), _subpixel(corr[peak_y, :], peak_x), float(score)
 
 
-def _soft_bits(spectrum: np.ndarray, shift: tuple[float, float]) -> np.ndarray:
+def _aligned_values(spectrum: np.ndarray, shift: tuple[float, float], part: slice) -> np.ndarray:
+    """Real parts of the layout's bins ``part`` with the shift undone and the keyed phase removed:
+    +amplitude for a pilot bin or a coded 1, -amplitude for a coded 0, plus host noise."""
     lay = _layout()
-    n_message = lay.n_message
-    rows, cols = lay.rows[:n_message], lay.cols[:n_message]
+    rows, cols = lay.rows[part], lay.cols[part]
     ky = np.where(rows > TILE // 2, rows - TILE, rows)
     undo_shift = np.exp(2j * np.pi * (ky * shift[0] + cols * shift[1]) / TILE)
-    values = np.real(spectrum[rows, cols] * undo_shift * np.conj(lay.phases[:n_message]))
+    return np.real(spectrum[rows, cols] * undo_shift * np.conj(lay.phases[part]))
+
+
+def _soft_bits(spectrum: np.ndarray, shift: tuple[float, float]) -> np.ndarray:
+    """Soft coded bits, each bin weighted by the signal-to-noise ratio the pilot shows at its
+    frequency (maximal-ratio combining): after a downscale or a strong JPEG the upper frequencies
+    are gone, and their bins would only add noise."""
+    lay = _layout()
+    n_message = lay.n_message
+    pilot = _aligned_values(spectrum, shift, slice(n_message, None))
+    band_of = np.minimum((lay.ring[lay.rows, lay.cols] - int(_BAND[0])) // _SNR_BAND_WIDTH, _SNR_BANDS - 1)
+    pilot_band, message_band = band_of[n_message:], band_of[:n_message]
+    counts = np.bincount(pilot_band, minlength=_SNR_BANDS)
+    mean = np.bincount(pilot_band, weights=pilot, minlength=_SNR_BANDS) / np.maximum(counts, 1)
+    power = np.bincount(pilot_band, weights=pilot * pilot, minlength=_SNR_BANDS) / np.maximum(counts, 1)
+    variance = np.maximum(power - mean * mean, 1e-12)
+    weight = np.maximum(mean, 0.0) / variance
+    if not np.any(weight > 0):
+        weight = np.ones(_SNR_BANDS)
+    values = _aligned_values(spectrum, shift, slice(0, n_message)) * weight[message_band]
     return np.bincount(lay.bit_of_bin, weights=values, minlength=_CODED_BITS)
 
 
@@ -296,7 +332,7 @@ def _read_aligned(y: np.ndarray) -> int | None:
 def _autocorrelation(y: np.ndarray, max_lag: int) -> np.ndarray:
     """Per-overlap autocorrelation of the whitened image for lags up to ``max_lag``
     (array of side 2 * max_lag + 1, zero lag at the centre)."""
-    residual = _whiten(y)
+    residual = _whiten(y, matched=False)
     height, width = residual.shape
     # padding by max_lag keeps those lags linear (no wrap-around)
     size_y = cv2.getOptimalDFTSize(max(height, max_lag + 1) + max_lag)
