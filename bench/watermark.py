@@ -247,7 +247,10 @@ class Peer:
         return np.clip(np.rint(bgr[..., ::-1]), 0, 255).astype(np.uint8)
 
     def extract(self, rgb: np.ndarray) -> int | None:
-        raw = self._decoder.decode(np.ascontiguousarray(rgb[..., ::-1]), self.method)
+        try:
+            raw = self._decoder.decode(np.ascontiguousarray(rgb[..., ::-1]), self.method)
+        except RuntimeError:  # "image too small, should be larger than 256x256"
+            return None
         return int.from_bytes(bytes(raw), "big")  # always some 64 bits: it has no "no mark"
 
 
