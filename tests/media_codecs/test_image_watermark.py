@@ -133,6 +133,14 @@ def test_combined_flip_aspect_change_crop_and_jpeg_still_read(signed_photo, sign
         assert extract_luma(_luma(np.array(rotated))) == MARK_ID
 
 
+def test_a_copy_at_the_documented_minimum_scale_still_reads(signed_photo, signed_coffee):
+    # docs/api.md: a copy keeps the mark down to 75% of the signed size, re-saved as JPEG 75
+    for signed in (signed_photo, signed_coffee):
+        height, width = signed.shape[:2]
+        small = Image.fromarray(signed).resize((round(width * 0.75), round(height * 0.75)), Image.Resampling.LANCZOS)
+        assert extract_luma(_luma(_jpeg(np.array(small), 75))) == MARK_ID
+
+
 def test_an_unmarked_photo_gives_none_even_mirrored_or_stretched(photo):
     for variant in (photo[:, ::-1], photo[::-1], _resize(photo, 1.0, 0.8), _resize(photo, 1.25, 1.0)):
         assert extract_luma(_luma(np.ascontiguousarray(variant))) is None
