@@ -464,6 +464,22 @@ def time_large_image(seed: int, repeats: int = 3) -> str:
     return "\n".join(lines)
 
 
+def size_sweep(photos, ids_per_photo: int, seed: int, factors=(0.9, 0.75, 0.6, 0.5, 0.45)) -> str:
+    """How small a copy may get: each marked photo scaled by a factor (Lanczos) and saved as JPEG 75."""
+    rng = np.random.default_rng(seed)
+    scheme, hits, trials = Ours(), dict.fromkeys(factors, 0), 0
+    for photo in photos.values():
+        height, width = photo.shape[:2]
+        for _ in range(ids_per_photo):
+            mark_id = int(rng.integers(0, 2**63, dtype=np.uint64))
+            signed, trials = scheme.embed(photo, mark_id), trials + 1
+            for factor in factors:
+                size = (round(width * factor), round(height * factor))
+                small = np.array(Image.fromarray(signed).resize(size, Image.Resampling.LANCZOS))
+                hits[factor] += scheme.extract(_encode(small, "JPEG", quality=75)) == mark_id
+    return "copy scaled by (then JPEG 75): " + ", ".join(f"{f:.0%} {hits[f]}/{trials}" for f in factors)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ids", type=int, default=5, help="random ids per photo (default 5)")
@@ -477,6 +493,7 @@ def main() -> None:
     parser.add_argument("--new-only", action="store_true", help="only the attacks added by issue 19")
     parser.add_argument("--no-large", action="store_true", help="skip the 12 MP timing")
     parser.add_argument("--large-only", action="store_true", help="only the 12 MP timing")
+    parser.add_argument("--size-sweep", action="store_true", help="only the read rate of downscaled JPEG copies")
     args = parser.parse_args()
 
     if args.large_only:
@@ -485,6 +502,9 @@ def main() -> None:
     photos = load_photos()
     if args.photos:
         photos = {name: photos[name] for name in args.photos}
+    if args.size_sweep:
+        print(size_sweep(photos, args.ids, args.seed))
+        return
     attacks = args.attacks or list(NEW_ATTACKS if args.new_only else ATTACKS)
     unmarked = unmarked_corpus(args.unmarked, args.seed)
     schemes = [Ours()] + ([] if args.no_previous else [Previous()])
