@@ -70,6 +70,8 @@ _SCALE_RANGE = (0.45, 1.6)  # tile-vector lengths the lattice search considers, 
 _ASPECT_RANGE = (0.7, 1.43)  # ratio of the two tile vectors' lengths (aspect-ratio changes to 0.8-1.25)
 _MAX_SHEAR_COSINE = 0.3  # the tile vectors stay within ~17° of perpendicular
 _PEAK_EMPHASIS, _PEAK_BOX = 1.0, 7
+_REFINE_MIN_SCORE = 4.5  # pilot score of a failed lattice guess worth refining (noise: 3.5-4.8)
+_REFINE_STEPS = (-0.01, -0.005, 0.005, 0.01)  # relative nudges of each axis's scale
 _LATTICE_PEAKS = 24  # strongest autocorrelation peaks per axis paired into lattice candidates
 _LATTICE_POINTS = ((1, 0), (0, 1), (1, 1), (1, -1), (2, 0), (0, 2), (2, 1), (1, 2), (2, -1), (1, -2))
 
@@ -324,15 +326,7 @@ def _read_aligned(y: np.ndarray) -> int | None:
     """Read a mark whose tiles are axis-aligned at the embedding scale (any translation), as it
     is or mirrored: a flip of the image is a flip of the folded tile (up to a cyclic shift, which
     the pilot search absorbs), so the four mirror images cost one fold and four tile FFTs."""
-    folded = _fold(_whiten(y))
-    for flipped in (folded, folded[:, ::-1], folded[::-1], folded[::-1, ::-1]):
-        spectrum = _flat_spectrum(flipped)
-        dy, dx, score = _find_shift(spectrum)
-        if score >= _MIN_PILOT_SCORE:
-            mark_id = _decode(_soft_bits(spectrum, (dy, dx)))
-            if mark_id is not None:
-                return mark_id
-    return None
+    return _read_with_score(y)[0]
 
 
 def _autocorrelation(y: np.ndarray, max_lag: int) -> np.ndarray:
@@ -492,7 +486,43 @@ def extract_luma(y: np.ndarray) -> int | None:
     for transform in _lattice_candidates(window):
         if np.allclose(transform, np.eye(2), atol=2e-3):
             continue  # the aligned read above already covered this
-        mark_id = _read_aligned(_to_embedding_grid(window, transform))
+        mark_id, score = _read_with_score(_to_embedding_grid(window, transform))
+        if mark_id is None and score >= _REFINE_MIN_SCORE:
+            mark_id = _read_refined(window, transform, score)
         if mark_id is not None:
             return mark_id
+    return None
+
+
+def _read_with_score(grid: np.ndarray) -> tuple[int | None, float]:
+    """``_read_aligned`` that also returns the best pilot score of the four flips."""
+    folded = _fold(_whiten(grid))
+    best = 0.0
+    for flipped in (folded, folded[:, ::-1], folded[::-1], folded[::-1, ::-1]):
+        spectrum = _flat_spectrum(flipped)
+        dy, dx, score = _find_shift(spectrum)
+        best = max(best, score)
+        if score >= _MIN_PILOT_SCORE:
+            mark_id = _decode(_soft_bits(spectrum, (dy, dx)))
+            if mark_id is not None:
+                return mark_id, best
+    return None, best
+
+
+def _read_refined(window: np.ndarray, transform: np.ndarray, score: float) -> int | None:
+    """Finish a lattice guess whose pilot shows but does not read: a guess a few tenths of a
+    percent off drifts the tile by a pixel or more across the image and blurs the fold. Each
+    axis's scale is nudged in turn, keeping the nudge that raises the pilot most."""
+    factors = [1.0, 1.0]
+    for axis in (0, 1):  # x, then y
+        best_step = 0.0
+        for step in _REFINE_STEPS:
+            trial = list(factors)
+            trial[axis] += step
+            mark_id, trial_score = _read_with_score(_to_embedding_grid(window, transform @ np.diag(trial)))
+            if mark_id is not None:
+                return mark_id
+            if trial_score > score:
+                score, best_step = trial_score, step
+        factors[axis] += best_step
     return None
