@@ -70,7 +70,7 @@ _SCALE_RANGE = (0.45, 1.6)  # tile-vector lengths the lattice search considers, 
 _ASPECT_RANGE = (0.7, 1.43)  # ratio of the two tile vectors' lengths (aspect-ratio changes to 0.8-1.25)
 _MAX_SHEAR_COSINE = 0.3  # the tile vectors stay within ~17° of perpendicular
 _PEAK_EMPHASIS, _PEAK_BOX = 1.0, 7
-_REFINE_MIN_SCORE = 4.5  # pilot score of a failed lattice guess worth refining (noise: 3.5-4.8)
+_REFINE_MIN_SCORE = 5.0  # pilot score (best of 4 flips) of a failed lattice guess worth refining
 _REFINE_STEPS = (-0.01, -0.005, 0.005, 0.01)  # relative nudges of each axis's scale
 _LATTICE_PEAKS = 24  # strongest autocorrelation peaks per axis paired into lattice candidates
 _LATTICE_POINTS = ((1, 0), (0, 1), (1, 1), (1, -1), (2, 0), (0, 2), (2, 1), (1, 2), (2, -1), (1, -2))
@@ -483,11 +483,13 @@ def extract_luma(y: np.ndarray) -> int | None:
     if mark_id is not None:
         return mark_id
     window = _centre_window(y, _SYNC_WINDOW)
+    refined = False
     for transform in _lattice_candidates(window):
         if np.allclose(transform, np.eye(2), atol=2e-3):
             continue  # the aligned read above already covered this
         mark_id, score = _read_with_score(_to_embedding_grid(window, transform))
-        if mark_id is None and score >= _REFINE_MIN_SCORE:
+        if mark_id is None and score >= _REFINE_MIN_SCORE and not refined:
+            refined = True  # once per read: bounded time on unmarked images
             mark_id = _read_refined(window, transform, score)
         if mark_id is not None:
             return mark_id
