@@ -1,10 +1,14 @@
-"""Benchmark the luminance watermark against invisible-watermark (dwtDct, dwtDctSvd).
+"""Benchmark the luminance watermark beside its previous version and invisible-watermark.
 
-Run from the project root:  .venv/bin/python bench/watermark.py [--ids 3] [--no-svd]
+Run from the project root:  .venv/bin/python bench/watermark.py [--ids 5] [--no-svd] [--new-only]
+    [--unmarked 1000] [--large-only] [--size-sweep]
 
 Needs scikit-image (sample photos, SSIM) and, for the peer, invisible-watermark installed
 with --no-deps plus PyWavelets (its unused RivaGAN module imports torch, which is stubbed).
-Prints one markdown table: exact-id recovery per attack, PSNR/SSIM, speed, false ids.
+"previous version" is the mark before issue 19, frozen in bench/watermark_baseline.py.
+Prints one markdown table: exact-id recovery per attack (issue 19 added aspect-ratio changes,
+flips, combinations and a 256-px JPEG 75 re-share), PSNR/SSIM, speed, false ids on unmarked
+images; then the 12 MP timings of ours and the previous version.
 """
 
 from __future__ import annotations
