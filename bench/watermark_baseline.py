@@ -1,4 +1,6 @@
-"""Invisible, robust 64-bit watermark for an image's luminance plane.
+"""FROZEN for bench/watermark.py only: media_codecs/image/watermark.py as of 90aa24d, before issue 19.
+
+Invisible, robust 64-bit watermark for an image's luminance plane.
 
 Pure numpy/OpenCV (no Django), deterministic: the key is the fixed seed below.
 
