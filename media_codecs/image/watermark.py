@@ -9,16 +9,19 @@ Design
 * Carrier: one ``TILE`` x ``TILE`` pattern defined in its own 2-D DFT domain. A keyed
   random set of mid-frequency bins carries a known *pilot* (synchronisation) and the
   coded bits (BPSK on keyed random phases, ``_BINS_PER_BIT`` bins each). The pattern is
-  repeated over the whole image and added to the luminance at a fixed RMS (PSNR ~40.5 dB
-  whatever the image), spread by a texture-masking gain of mean square 1 so flat areas get
-  less of it. DFT rather than block-DCT bins because a cyclic shift of the tile only turns
-  their phases, which is what makes crops and translations cheap to resynchronise.
+  repeated over the whole image and added to the luminance, scaled by an absolute
+  texture-masking gain: about 0.6 level RMS on a flat area (sky, walls, gradients), more in
+  texture, and the whole scaled down only past an RMS of 1.72 (PSNR ~43.3 dB). DFT rather
+  than block-DCT bins because a cyclic shift of the tile only turns their phases, which is
+  what makes crops and translations cheap to resynchronise.
 * Reading: the luminance is whitened (local mean removed, each pixel weighted by the inverse
-  of its local residual power, outliers clipped) and folded
-  modulo the tile, so a crop only shifts the tile cyclically; an FFT correlation with the
-  pilot finds that shift, then each coded bit is read from its bins. Scaling and rotation
-  are undone first when the plain read fails: the tiling makes the autocorrelation of the
-  whitened image peak on the (scaled, rotated) tile lattice, which gives the transform.
+  of its local residual power, outliers clipped) and folded modulo the tile, so a crop only
+  shifts the tile cyclically; an FFT correlation with the pilot finds that shift, then each
+  coded bit is read from its bins, weighted by the SNR the pilot shows in its frequency band.
+  A mirrored copy folds to the mirrored tile, so the four flips of the folded tile are tried.
+  Scaling, rotation and aspect-ratio changes are undone first when the plain read fails: the
+  tiling makes the autocorrelation of the whitened image peak on the (affinely distorted)
+  tile lattice, whose two basis vectors give the 2x2 transform.
 * A read is accepted only if the pilot peak is significant, the CRC matches and the soft
   values agree with the re-encoded codeword: otherwise ``None``, never a wrong id.
 
@@ -43,23 +46,34 @@ MIN_SIDE = 128
 MIN_READ_SIDE = 64
 
 _SEED = 0x5EC0_C0DE_2026
-_MARK_RMS = 2.4  # luminance units: RMS 2.4 -> PSNR ~40.4 dB after the RGB round trip
+_MARK_RMS = 1.72  # luminance units: RMS 1.72 -> PSNR ~43.3 dB after the RGB round trip
 _BAND = (8.0, 32.0)  # radii in tile-DFT bins (cycles per tile): mid frequencies survive JPEG/resize
 _BINS_PER_BIT = 2
+_SNR_BAND_WIDTH, _SNR_BANDS = 4, 6  # radius bands (in tile-DFT bins) the reader weighs separately
 _PILOT_ENERGY = 0.25  # share of the mark energy given to the synchronisation pilot
 _WHITEN_SIGMA = 2.0  # Gaussian removed from the luminance before reading: the host's low frequencies
 _LOCAL_POWER_SIGMA = 3.0  # neighbourhood over which host noise power is estimated
 _POWER_FLOOR = 4.0  # keeps flat areas from being amplified without bound
 _CLIP_SIGMAS = 7.5  # weighted residual clipped at this many mean absolute values (edges)
-_MASK_FLOOR = 3.0  # luminance units: how far flat areas keep some mark
-_MASK_EXPONENT = 0.75  # 0: no masking; 1: mark proportional to local activity
+_MASK_FLOOR = 3.0  # luminance units: activity added before the exponent (flat areas keep some mark)
+# the mark's local amplitude grows as (activity + _MASK_FLOOR) ** 3/4 (0 would be no masking, 1 a mark
+# proportional to the activity)
+_MATCHED = False
+_FLAT_RMS = 0.6  # luminance units: the mark's RMS on a perfectly flat area (sky, walls, gradients)
 _HEADROOM, _HEADROOM_MIN_GAIN = 8.0, 0.2  # fade the mark within 8 levels of black/white
 READ_WINDOW = 2048  # reads look at most at this centred window (bounded time on huge images)
 _SYNC_WINDOW = 1024  # window for the (slower) scale/rotation search
 _EMBED_BAND = 4 * TILE  # rows embedded at a time: bounded memory on large images
 _GRID = 4  # the masking gain is measured on 4x4 blocks
 _BLUR_MARGIN = 8  # rows OpenCV's Gaussian of sigma 2 reaches (kernel size 17)
-_SCALE_RANGE = (0.45, 1.6)  # scalings the lattice search considers (square lattice: no shear)
+_SCALE_RANGE = (0.45, 1.6)  # tile-vector lengths the lattice search considers, in tiles
+_ASPECT_RANGE = (0.7, 1.43)  # ratio of the two tile vectors' lengths (aspect-ratio changes to 0.8-1.25)
+_MAX_SHEAR_COSINE = 0.3  # the tile vectors stay within ~17° of perpendicular
+_PEAK_EMPHASIS, _PEAK_BOX = 1.0, 7
+_REFINE_MIN_SCORE = 5.0  # pilot score (best of 4 flips) of a failed lattice guess worth refining
+_REFINE_STEPS = (-0.01, -0.005, 0.005, 0.01)  # relative nudges of each axis's scale
+_LATTICE_PEAKS = 24  # strongest autocorrelation peaks per axis paired into lattice candidates
+_LATTICE_POINTS = ((1, 0), (0, 1), (1, 1), (1, -1), (2, 0), (0, 2), (2, 1), (1, 2), (2, -1), (1, -2))
 
 _CODED_BITS = ecc.CODED_BITS
 
@@ -174,12 +188,28 @@ def _masking_gain_grid(luma_rows: Callable[[int, int], np.ndarray], height: int,
         mean_y.append(_block_means(y[top - first : bottom - first]))
     small, small_y = np.concatenate(energy), np.concatenate(mean_y)
     activity = cv2.sqrt(cv2.GaussianBlur(small, (0, 0), _LOCAL_POWER_SIGMA / 2))
-    gain = cv2.pow(activity + _MASK_FLOOR, _MASK_EXPONENT)
+    gain = _mask_gain(activity)
     # near black or white half the mark is clipped away and the rest is pure distortion
     headroom = np.minimum(small_y, 255.0 - small_y)
     gain *= np.clip(headroom / _HEADROOM, _HEADROOM_MIN_GAIN, 1.0)
-    gain *= 1.0 / np.sqrt(float(np.mean(gain * gain)))
+    # the gain is absolute (flat areas get _FLAT_RMS whatever the rest of the image), and only
+    # scaled down when the whole would exceed the RMS budget: a flat image carries a faint mark
+    mean_square = float(np.mean(gain * gain))
+    if mean_square > 1.0:
+        gain *= 1.0 / np.sqrt(mean_square)
     return gain
+
+
+def _mask_gain(activity: np.ndarray) -> np.ndarray:
+    """Mark amplitude per unit of ``_MARK_RMS`` for a local activity (RMS of the host's residual):
+    ``_FLAT_RMS / _MARK_RMS`` on a flat area, growing with the texture that hides it."""
+    return _masking_curve(activity) * np.float32(_FLAT_RMS / _MARK_RMS / _MASK_FLOOR**0.75)
+
+
+def _masking_curve(activity: np.ndarray) -> np.ndarray:
+    """(activity + floor) ** 3/4, as two square roots (a power would cost 5x more on a read)."""
+    root = cv2.sqrt(activity + np.float32(_MASK_FLOOR))
+    return cv2.multiply(root, cv2.sqrt(root))
 
 
 def _block_means(rows: np.ndarray) -> np.ndarray:
@@ -214,11 +244,12 @@ def _whiten(y: np.ndarray) -> np.ndarray:
     inverse of its local residual power (busy texture carries more host noise than mark),
     and clip what is left of strong edges."""
     y = np.ascontiguousarray(y, dtype=np.float32)
-    residual = y - cv2.GaussianBlur(y, (0, 0), _WHITEN_SIGMA)
-    local_power = cv2.GaussianBlur(residual * residual, (0, 0), _LOCAL_POWER_SIGMA)
-    weighted = residual / (local_power + _POWER_FLOOR)
-    limit = _CLIP_SIGMAS * float(np.mean(np.abs(weighted))) + 1e-6
-    return np.clip(weighted, -limit, limit)
+    residual = cv2.subtract(y, cv2.GaussianBlur(y, (0, 0), _WHITEN_SIGMA))
+    local_power = cv2.GaussianBlur(cv2.multiply(residual, residual), (0, 0), _LOCAL_POWER_SIGMA)
+    local_power += np.float32(_POWER_FLOOR)
+    weighted = cv2.divide(residual, local_power)
+    limit = _CLIP_SIGMAS * cv2.norm(weighted, cv2.NORM_L1) / max(weighted.size, 1) + 1e-6
+    return np.clip(weighted, -limit, limit, out=weighted)
 
 
 def _fold(residual: np.ndarray) -> np.ndarray:
@@ -257,13 +288,33 @@ def _find_shift(spectrum: np.ndarray) -> tuple[float, float, float]:
     return _subpixel(corr[:, peak_x], peak_y), _subpixel(corr[peak_y, :], peak_x), float(score)
 
 
-def _soft_bits(spectrum: np.ndarray, shift: tuple[float, float]) -> np.ndarray:
+def _aligned_values(spectrum: np.ndarray, shift: tuple[float, float], part: slice) -> np.ndarray:
+    """Real parts of the layout's bins ``part`` with the shift undone and the keyed phase removed:
+    +amplitude for a pilot bin or a coded 1, -amplitude for a coded 0, plus host noise."""
     lay = _layout()
-    n_message = lay.n_message
-    rows, cols = lay.rows[:n_message], lay.cols[:n_message]
+    rows, cols = lay.rows[part], lay.cols[part]
     ky = np.where(rows > TILE // 2, rows - TILE, rows)
     undo_shift = np.exp(2j * np.pi * (ky * shift[0] + cols * shift[1]) / TILE)
-    values = np.real(spectrum[rows, cols] * undo_shift * np.conj(lay.phases[:n_message]))
+    return np.real(spectrum[rows, cols] * undo_shift * np.conj(lay.phases[part]))
+
+
+def _soft_bits(spectrum: np.ndarray, shift: tuple[float, float]) -> np.ndarray:
+    """Soft coded bits, each bin weighted by the signal-to-noise ratio the pilot shows at its
+    frequency (maximal-ratio combining): after a downscale or a strong JPEG the upper frequencies
+    are gone, and their bins would only add noise."""
+    lay = _layout()
+    n_message = lay.n_message
+    pilot = _aligned_values(spectrum, shift, slice(n_message, None))
+    band_of = np.minimum((lay.ring[lay.rows, lay.cols] - int(_BAND[0])) // _SNR_BAND_WIDTH, _SNR_BANDS - 1)
+    pilot_band, message_band = band_of[n_message:], band_of[:n_message]
+    counts = np.bincount(pilot_band, minlength=_SNR_BANDS)
+    mean = np.bincount(pilot_band, weights=pilot, minlength=_SNR_BANDS) / np.maximum(counts, 1)
+    power = np.bincount(pilot_band, weights=pilot * pilot, minlength=_SNR_BANDS) / np.maximum(counts, 1)
+    variance = np.maximum(power - mean * mean, 1e-12)
+    weight = np.maximum(mean, 0.0) / variance
+    if not np.any(weight > 0):
+        weight = np.ones(_SNR_BANDS)
+    values = _aligned_values(spectrum, shift, slice(0, n_message)) * weight[message_band]
     return np.bincount(lay.bit_of_bin, weights=values, minlength=_CODED_BITS)
 
 
@@ -271,13 +322,11 @@ def _decode(soft: np.ndarray) -> int | None:
     return ecc.decode(soft, _MIN_CODEWORD_AGREEMENT)[0]
 
 
-def _read_aligned(y: np.ndarray) -> tuple[int | None, float]:
-    """Read a mark whose tiles are axis-aligned at the embedding scale (any translation)."""
-    spectrum = _flat_spectrum(_fold(_whiten(y)))
-    dy, dx, score = _find_shift(spectrum)
-    if score < _MIN_PILOT_SCORE:
-        return None, score
-    return _decode(_soft_bits(spectrum, (dy, dx))), score
+def _read_aligned(y: np.ndarray) -> int | None:
+    """Read a mark whose tiles are axis-aligned at the embedding scale (any translation), as it
+    is or mirrored: a flip of the image is a flip of the folded tile (up to a cyclic shift, which
+    the pilot search absorbs), so the four mirror images cost one fold and four tile FFTs."""
+    return _read_with_score(y)[0]
 
 
 def _autocorrelation(y: np.ndarray, max_lag: int) -> np.ndarray:
@@ -293,39 +342,120 @@ def _autocorrelation(y: np.ndarray, max_lag: int) -> np.ndarray:
     spectrum = cv2.dft(padded, flags=cv2.DFT_COMPLEX_OUTPUT)
     # magnitude instead of power: a sharper autocorrelation, less dominated by strong edges
     magnitude = np.zeros_like(spectrum)
-    magnitude[..., 0] = cv2.magnitude(spectrum[..., 0], spectrum[..., 1])
+    modulus = cv2.magnitude(spectrum[..., 0], spectrum[..., 1])
+    if _PEAK_EMPHASIS:
+        # the tiling puts the mark on isolated spectral lines, the host spreads smoothly: keep what
+        # stands above its neighbourhood, which makes the lattice stand out of textured images
+        background = cv2.blur(modulus, (_PEAK_BOX, _PEAK_BOX), borderType=cv2.BORDER_REFLECT)
+        modulus = np.maximum(modulus - _PEAK_EMPHASIS * background, 0)
+    magnitude[..., 0] = modulus
     acf = cv2.idft(magnitude, flags=cv2.DFT_REAL_OUTPUT | cv2.DFT_SCALE)
     acf = np.roll(acf, (max_lag, max_lag), axis=(0, 1))[: 2 * max_lag + 1, : 2 * max_lag + 1]
     lags = np.abs(np.arange(-max_lag, max_lag + 1))
     overlap = np.outer(height - lags, width - lags).astype(np.float32)
-    return acf / np.maximum(overlap, 0.05 * height * width)
+    # by the square root of the overlap: noise of equal strength at every lag (a z-score), so far
+    # lags with little overlap do not outrank the tile vectors
+    return acf / np.sqrt(np.maximum(overlap, 0.05 * height * width))
 
 
 def _lattice_candidates(y: np.ndarray, count: int = 6) -> list[np.ndarray]:
     """Likely 2x2 maps (columns: observed tile x/y vectors) from autocorrelation peaks.
 
-    A peak is scored with the peaks its square lattice implies (the vector turned 90° and
-    both diagonals), which tells the tiling apart from the image's own repetitive texture.
+    The tiling makes the autocorrelation peak on a lattice spanned by the two observed tile
+    vectors: a similarity of the square grid after a scale or rotation, a general affine one after
+    an aspect-ratio change (or both). A pair of peaks (u near the x axis, v near the y axis) is
+    scored with the peaks its lattice implies at u + v and u - v, which tells the tiling apart
+    from the image's own repetitive texture.
     """
     longest = min(_SCALE_RANGE[1] * TILE, 0.75 * min(y.shape))
     max_lag = int(np.ceil(longest * np.sqrt(2))) + 2  # room for the diagonals
     acf = _autocorrelation(y, max_lag)
     lag_y, lag_x = np.mgrid[-max_lag : max_lag + 1, -max_lag : max_lag + 1]
     lag = np.hypot(lag_y, lag_x)
-    allowed = (lag >= _SCALE_RANGE[0] * TILE) & (lag <= longest) & (lag_x > 0) & (np.abs(lag_y) <= lag_x)
+    in_range = (lag >= _SCALE_RANGE[0] * TILE) & (lag <= longest)
     local_max = acf >= cv2.dilate(acf, np.ones((5, 5), np.uint8))
-    ys, xs = np.nonzero(allowed & local_max)
-    vy, vx = ys - max_lag, xs - max_lag
     near_max = cv2.dilate(acf, np.ones((3, 3), np.uint8))  # tolerate a pixel of lattice distortion
-    score = acf[ys, xs].copy()
-    for py, px in ((vx, -vy), (vy + vx, vx - vy), (vy - vx, vx + vy)):
-        score += near_max[np.clip(py + max_lag, 0, 2 * max_lag), np.clip(px + max_lag, 0, 2 * max_lag)]
+
+    def strongest(cone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ys, xs = np.nonzero(in_range & local_max & cone)
+        keep = np.argsort(acf[ys, xs])[::-1][:_LATTICE_PEAKS]
+        return ys[keep] - max_lag, xs[keep] - max_lag
+
+    uy, ux = strongest((lag_x > 0) & (np.abs(lag_y) <= lag_x))  # x tile vector: within 45° of +x
+    vy, vx = strongest((lag_y > 0) & (np.abs(lag_x) < lag_y))  # y tile vector: within 45° of +y
+    if len(ux) == 0 or len(vx) == 0:
+        return []
+    uy, ux, vy, vx = uy[:, None], ux[:, None], vy[None, :], vx[None, :]
+    length_u, length_v = np.hypot(uy, ux), np.hypot(vy, vx)
+    cosine = (uy * vy + ux * vx) / (length_u * length_v)
+    plausible = ((length_v / length_u >= _ASPECT_RANGE[0]) & (length_v / length_u <= _ASPECT_RANGE[1])
+                 & (np.abs(cosine) <= _MAX_SHEAR_COSINE))
+
+    # each candidate lattice is scored by the autocorrelation (a z-score at every lag) summed over
+    # its points near the origin, divided by the square root of their number
+    total, terms = np.zeros(plausible.shape), np.zeros(plausible.shape)
+    for i, j in _LATTICE_POINTS:
+        py, px = i * uy + j * vy, i * ux + j * vx
+        inside = (np.abs(py) <= max_lag) & (np.abs(px) <= max_lag)
+        table = acf if (i, j) in ((1, 0), (0, 1)) else near_max
+        value = table[np.clip(py + max_lag, 0, 2 * max_lag), np.clip(px + max_lag, 0, 2 * max_lag)]
+        total += np.where(inside, value, 0.0)
+        terms += inside
+    score = total / np.sqrt(np.maximum(terms, 1))
+    score = np.where(plausible, score, -np.inf)
     maps = []
-    for best in np.argsort(score)[::-1][:count]:
-        py, px = ys[best], xs[best]
-        ux, uy = _subpixel(acf[py, :], px) - max_lag, _subpixel(acf[:, px], py) - max_lag
-        maps.append(np.array([[ux, -uy], [uy, ux]]) / TILE)  # y tile vector = x vector turned 90°
+    for best in np.argsort(score, axis=None)[::-1][:count]:
+        i, j = np.unravel_index(best, score.shape)
+        if not np.isfinite(score[i, j]):
+            break
+        basis = np.array([[uy[i, 0], vy[0, j]], [ux[i, 0], vx[0, j]]], dtype=np.float64)  # columns u, v
+        refined = _refine_lattice(acf, max_lag, basis)
+        maps.append(refined[::-1] / TILE)  # rows x, y
     return maps
+
+
+def _refine_lattice(acf: np.ndarray, max_lag: int, basis: np.ndarray) -> np.ndarray:
+    """Least-squares fit of the lattice basis (columns u, v as (y, x)) to every lattice peak
+    i*u + j*v inside the autocorrelation: far peaks pin the tile size to a fraction of a pixel,
+    which a single peak's interpolation (biased towards whole pixels) cannot."""
+    rows, points = [], []
+    limit = max_lag - 2
+    for i in range(-3, 4):
+        for j in range(0, 4):
+            if (j == 0 and i <= 0) or abs(i) + j > 4:
+                continue  # one of each +-pair (the autocorrelation is symmetric), not the origin
+            predicted = basis @ np.array([i, j], dtype=np.float64)
+            if np.max(np.abs(predicted)) > limit - 1:
+                continue
+            peak = _centroid(acf, int(np.rint(predicted[0])) + max_lag, int(np.rint(predicted[1])) + max_lag)
+            if peak is not None:
+                rows.append((i, j))
+                points.append(peak - max_lag)
+    if len(rows) < 3:
+        return basis
+    solution, *_ = np.linalg.lstsq(np.array(rows, dtype=np.float64), np.array(points), rcond=None)
+    refined = solution.T  # columns u, v
+    if np.max(np.abs(refined - basis)) > 2.0:
+        return basis  # the far peaks disagree: keep the one we trusted
+    return refined
+
+
+def _centroid(acf: np.ndarray, row: int, col: int) -> np.ndarray | None:
+    """Sub-pixel (y, x) of the strongest point within one pixel of (row, col): the centre of mass
+    of its 3x3 neighbourhood above the neighbourhood's minimum; None on a non-peak."""
+    patch = acf[row - 1 : row + 2, col - 1 : col + 2]
+    best = np.unravel_index(int(np.argmax(patch)), patch.shape)
+    row, col = row - 1 + best[0], col - 1 + best[1]
+    patch = acf[row - 1 : row + 2, col - 1 : col + 2]
+    if patch.shape != (3, 3) or patch[1, 1] <= 0:
+        return None
+    weights = patch - patch.min()
+    total = float(weights.sum())
+    if total <= 0:
+        return None
+    offsets = np.array([-1.0, 0.0, 1.0])
+    return np.array([row + float(weights.sum(axis=1) @ offsets) / total,
+                     col + float(weights.sum(axis=0) @ offsets) / total])
 
 
 def _to_embedding_grid(y: np.ndarray, transform: np.ndarray) -> np.ndarray:
@@ -349,14 +479,52 @@ def extract_luma(y: np.ndarray) -> int | None:
     if y.ndim != 2 or min(y.shape) < MIN_READ_SIDE:
         return None
     y = np.asarray(y, dtype=np.float32)
-    mark_id, _ = _read_aligned(_centre_window(y, READ_WINDOW))
+    mark_id = _read_aligned(_centre_window(y, READ_WINDOW))
     if mark_id is not None:
         return mark_id
     window = _centre_window(y, _SYNC_WINDOW)
+    refined = False
     for transform in _lattice_candidates(window):
         if np.allclose(transform, np.eye(2), atol=2e-3):
             continue  # the aligned read above already covered this
-        mark_id, _ = _read_aligned(_to_embedding_grid(window, transform))
+        mark_id, score = _read_with_score(_to_embedding_grid(window, transform))
+        if mark_id is None and score >= _REFINE_MIN_SCORE and not refined:
+            refined = True  # once per read: bounded time on unmarked images
+            mark_id = _read_refined(window, transform, score)
         if mark_id is not None:
             return mark_id
+    return None
+
+
+def _read_with_score(grid: np.ndarray) -> tuple[int | None, float]:
+    """``_read_aligned`` that also returns the best pilot score of the four flips."""
+    folded = _fold(_whiten(grid))
+    best = 0.0
+    for flipped in (folded, folded[:, ::-1], folded[::-1], folded[::-1, ::-1]):
+        spectrum = _flat_spectrum(flipped)
+        dy, dx, score = _find_shift(spectrum)
+        best = max(best, score)
+        if score >= _MIN_PILOT_SCORE:
+            mark_id = _decode(_soft_bits(spectrum, (dy, dx)))
+            if mark_id is not None:
+                return mark_id, best
+    return None, best
+
+
+def _read_refined(window: np.ndarray, transform: np.ndarray, score: float) -> int | None:
+    """Finish a lattice guess whose pilot shows but does not read: a guess a few tenths of a
+    percent off drifts the tile by a pixel or more across the image and blurs the fold. Each
+    axis's scale is nudged in turn, keeping the nudge that raises the pilot most."""
+    factors = [1.0, 1.0]
+    for axis in (0, 1):  # x, then y
+        best_step = 0.0
+        for step in _REFINE_STEPS:
+            trial = list(factors)
+            trial[axis] += step
+            mark_id, trial_score = _read_with_score(_to_embedding_grid(window, transform @ np.diag(trial)))
+            if mark_id is not None:
+                return mark_id
+            if trial_score > score:
+                score, best_step = trial_score, step
+        factors[axis] += best_step
     return None
