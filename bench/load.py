@@ -1,0 +1,184 @@
+"""Mixed load against the production setup: 70% verify, 20% records, 5% sign, 5% reads, with locust.
+
+Self-contained: it starts its own redis-server (no persistence, a free port), creates and migrates
+its PostgreSQL database, an Enterprise organization (no plan rate limit, no quota), a server-managed
+and a client-managed generator, an API key, a 1-megapixel JPEG (signed once for verification) and
+client-signed record bodies; then serves with gunicorn and the repo's gunicorn.conf.py (DEBUG off,
+workers from the CPU count) and runs bench/locustfile.py with N keep-alive connections, no think time.
+
+Prints throughput, p50/p99 and non-2xx per route, and each worker's RSS (from /proc) at minute 1
+and at the end, with the growth ratio.
+
+    nice -n 10 .venv/bin/python bench/load.py [--duration 300] [--connections 32]
+"""
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import serve
+from bench.sign_verify import photo
+from tests.own_services import OwnRedis, free_port, wait_for_port
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD_BODIES = 300
+READ_RECORDS = 20
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=300, help="seconds of load")
+    parser.add_argument("--connections", type=int, default=32, help="locust users, one keep-alive connection each")
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_load")
+    parser.add_argument("--redis-url", default=None, help="an existing Redis (default: start our own)")
+    parser.add_argument("--workers", type=int, default=None, help="default: gunicorn.conf.py's (CPU count)")
+    return parser.parse_args()
+
+
+def prepare(env: dict[str, str], folder: Path) -> dict:
+    """Rows and files of the workload (in this process, through the project's services)."""
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from tests import factories
+
+    org = factories.make_org(plan="enterprise", name=f"load-{time.time_ns()}")
+    server_generator = factories.make_generator(org=org, name="load-server", formats=["image"])
+    client_generator, seed = factories.make_client_generator(org=org, name="load-client")
+    bodies = [json.dumps(factories.record_body(generator=client_generator, seed=seed, content=f"load-{i}".encode(),
+                                               watermark_id=f"wm-{i}")) for i in range(RECORD_BODIES)]
+    plain = folder / "plain.jpg"
+    plain.write_bytes(photo(1.0))
+    return {"api_key": factories.make_api_key(org=org), "generator_id": str(server_generator.pk),
+            "record_bodies": bodies, "plain_jpeg": str(plain), "org_id": str(org.pk)}
+
+
+def sign_once(url: str, setup: dict) -> tuple[bytes, str]:
+    """POST /v1/sign the plain JPEG; returns the signed file and its record id."""
+    boundary = "loadsetup"
+    fields = {"generator_id": setup["generator_id"], "model": "load-model"}
+    body = b"".join(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+                    for k, v in fields.items())
+    body += (f'--{boundary}\r\nContent-Disposition: form-data; name="content"; filename="p.jpg"\r\n\r\n'.encode()
+             + Path(setup["plain_jpeg"]).read_bytes() + f"\r\n--{boundary}--\r\n".encode())
+    request = urllib.request.Request(f"{url}/v1/sign", data=body, method="POST", headers={
+        "Authorization": f"Bearer {setup['api_key']}", "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.read(), response.headers["X-Service-Record-Id"]
+
+
+def worker_pids(master: int) -> list[int]:
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return sorted(int(pid) for pid in children)
+
+
+def rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def run_locust(url: str, setup_path: Path, args: argparse.Namespace, folder: Path, master: int) -> tuple:
+    """Run locust for args.duration; sample each worker's RSS at minute 1 (or a fifth of a short run) and the end."""
+    env = {**os.environ, "LOAD_SETUP": str(setup_path)}
+    command = [sys.executable, "-m", "locust", "-f", str(ROOT / "bench" / "locustfile.py"), "--headless",
+               "-u", str(args.connections), "-r", str(args.connections), "-t", f"{args.duration}s",
+               "--host", url, "--csv", str(folder / "load"), "--only-summary", "--loglevel", "WARNING",
+               "--stop-timeout", "30"]
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    started = time.monotonic()
+    first_at = 60.0 if args.duration >= 120 else args.duration / 5
+    samples = {}
+    for label, at in (("first", first_at), ("last", args.duration - 3)):
+        time.sleep(max(0.0, started + at - time.monotonic()))
+        samples[label] = (round(time.monotonic() - started), {pid: rss_mb(pid) for pid in worker_pids(master)})
+    _, errors = process.communicate(timeout=args.duration + 120)
+    if process.returncode not in (0, 1):  # 1: locust saw failures; they are reported below
+        raise SystemExit(f"locust failed ({process.returncode}):\n{errors}")
+    return samples, _read_stats(folder / "load_stats.csv")
+
+
+def _read_stats(path: Path) -> list[dict]:
+    with path.open() as stats_file:
+        return list(csv.DictReader(stats_file))
+
+
+def report(stats: list[dict], samples: dict, args: argparse.Namespace, describe: str) -> None:
+    print(describe)
+    print("\n| route | requests | req/s | p50 ms | p99 ms | max ms | non-2xx |")
+    print("|---|---|---|---|---|---|---|")
+    for row in stats:
+        print(f"| {row['Name']} | {row['Request Count']} | {float(row['Requests/s']):.1f} | {row['50%']} | "
+              f"{row['99%']} | {float(row['Max Response Time']):.0f} | {row['Failure Count']} |")
+    (first_t, first), (last_t, last) = samples["first"], samples["last"]
+    print(f"\n| worker pid | RSS at {first_t} s, MB | RSS at {last_t} s, MB | growth |")
+    print("|---|---|---|---|")
+    for pid in sorted(set(first) | set(last)):
+        before, after = first.get(pid), last.get(pid)
+        growth = f"{after / before:.3f}" if before and after else "worker replaced"
+        print(f"| {pid} | {_mb(before)} | {_mb(after)} | {growth} |")
+
+
+def _mb(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def main() -> None:
+    args = arguments()
+    own_redis = None if args.redis_url else OwnRedis()
+    folder = Path(tempfile.mkdtemp(prefix="load-"))
+    try:
+        if own_redis:
+            own_redis.start()
+        env = serve.server_env(args.database_url, args.redis_url or own_redis.url())
+        # Every request comes from 127.0.0.1: the per-IP verification limit would throttle the load.
+        env["VERIFY_RATE_PER_MINUTE"] = "100000000"
+        serve.ensure_database(args.database_url)
+        serve.manage(env, "migrate", "--noinput")
+        setup = prepare(env, folder)
+        port = free_port()
+        command = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "gunicorn.conf.py",
+                   "--bind", f"127.0.0.1:{port}", "--no-control-socket", "--log-level", "warning"]
+        if args.workers:
+            command += ["--workers", str(args.workers)]
+        server = subprocess.Popen(command, cwd=ROOT, env=env)
+        try:
+            wait_for_port(port)
+            url = f"http://127.0.0.1:{port}"
+            signed, record_id = sign_once(url, setup)
+            (folder / "signed.jpg").write_bytes(signed)
+            setup["signed_jpeg"] = str(folder / "signed.jpg")
+            setup["record_ids"] = [record_id] + [sign_once(url, setup)[1] for _ in range(READ_RECORDS - 1)]
+            setup_path = folder / "setup.json"
+            setup_path.write_text(json.dumps(setup))
+            samples, stats = run_locust(url, setup_path, args, folder, server.pid)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        workers = len(samples["first"][1])
+        report(stats, samples, args,
+               f"gunicorn -c gunicorn.conf.py ({workers} workers), PostgreSQL, Redis, DEBUG off; locust "
+               f"{args.connections} connections, no think time, {args.duration} s; 1 MP JPEG "
+               f"({Path(setup['plain_jpeg']).stat().st_size // 1024} KB, signed {len(signed) // 1024} KB)")
+        print(f"\nFailures, if any: {folder / 'load_failures.csv'}")
+    finally:
+        if own_redis:
+            own_redis.close()
+
+
+if __name__ == "__main__":
+    main()
