@@ -76,6 +76,49 @@ def sign_once(url: str, setup: dict) -> tuple[bytes, str]:
         return response.read(), response.headers["X-Service-Record-Id"]
 
 
+def multipart_body(fields: dict[str, str], content: bytes) -> tuple[bytes, dict[str, str]]:
+    """A multipart/form-data body with `fields` and the file `content`; returns (body, headers)."""
+    boundary = f"load{time.time_ns():x}"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+             for name, value in fields.items()]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="content"; filename="photo.jpg"\r\n'
+                 f"Content-Type: image/jpeg\r\n\r\n".encode() + content + b"\r\n")
+    return b"".join(parts) + f"--{boundary}--\r\n".encode(), {
+        "Content-Type": f"multipart/form-data; boundary={boundary}"}
+
+
+def baseline(port: int, setup: dict, runs: int = 15) -> dict[str, float]:
+    """Median time of each route alone (one connection, one request at a time): its service time."""
+    import http.client
+    import statistics
+
+    auth = {"Authorization": f"Bearer {setup['api_key']}"}
+    signed, plain = Path(setup["signed_jpeg"]).read_bytes(), Path(setup["plain_jpeg"]).read_bytes()
+    sign_fields = {"generator_id": setup["generator_id"], "model": "load-model"}
+    routes = {
+        "POST /v1/verify": lambda: ("POST", "/v1/verify", *multipart_body({}, signed)),
+        "POST /v1/records": lambda: ("POST", "/v1/records", setup["record_bodies"][0].encode(),
+                                     {"Content-Type": "application/json"}),
+        "POST /v1/sign": lambda: ("POST", "/v1/sign", *multipart_body(sign_fields, plain)),
+        "GET /v1/records/:id": lambda: ("GET", f"/v1/records/{setup['record_ids'][0]}", None, {}),
+    }
+    medians = {}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for name, make in routes.items():
+        times = []
+        for _ in range(runs):
+            method, path, body, headers = make()
+            started = time.perf_counter()
+            conn.request(method, path, body=body, headers={**auth, **headers})
+            response = conn.getresponse()
+            response.read()
+            times.append(time.perf_counter() - started)
+            assert response.status < 300, (name, response.status)
+        medians[name] = statistics.median(times) * 1000
+    conn.close()
+    return medians
+
+
 def worker_pids(master: int) -> list[int]:
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     return sorted(int(pid) for pid in children)
@@ -102,10 +145,12 @@ def run_locust(url: str, setup_path: Path, args: argparse.Namespace, folder: Pat
                                text=True)
     started = time.monotonic()
     first_at = 60.0 if args.duration >= 120 else args.duration / 5
-    samples = {}
-    for label, at in (("first", first_at), ("last", args.duration - 3)):
+    # Minute 1, then every 30 s to the end (the series tells a leak from a step), the last just before it.
+    moments = sorted({first_at, *range(int(first_at) + 30, args.duration - 3, 30), args.duration - 3})
+    samples = []
+    for at in moments:
         time.sleep(max(0.0, started + at - time.monotonic()))
-        samples[label] = (round(time.monotonic() - started), {pid: rss_mb(pid) for pid in worker_pids(master)})
+        samples.append((round(time.monotonic() - started), {pid: rss_mb(pid) for pid in worker_pids(master)}))
     _, errors = process.communicate(timeout=args.duration + 120)
     if process.returncode not in (0, 1):  # 1: locust saw failures; they are reported below
         raise SystemExit(f"locust failed ({process.returncode}):\n{errors}")
@@ -117,20 +162,23 @@ def _read_stats(path: Path) -> list[dict]:
         return list(csv.DictReader(stats_file))
 
 
-def report(stats: list[dict], samples: dict, args: argparse.Namespace, describe: str) -> None:
+def report(stats: list[dict], samples: list, alone: dict[str, float], describe: str) -> None:
     print(describe)
-    print("\n| route | requests | req/s | p50 ms | p99 ms | max ms | non-2xx |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| route | requests | req/s | p50 ms | p99 ms | max ms | non-2xx | alone, median ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for row in stats:
+        single = f"{alone[row['Name']]:.1f}" if row["Name"] in alone else ""
         print(f"| {row['Name']} | {row['Request Count']} | {float(row['Requests/s']):.1f} | {row['50%']} | "
-              f"{row['99%']} | {float(row['Max Response Time']):.0f} | {row['Failure Count']} |")
-    (first_t, first), (last_t, last) = samples["first"], samples["last"]
-    print(f"\n| worker pid | RSS at {first_t} s, MB | RSS at {last_t} s, MB | growth |")
-    print("|---|---|---|---|")
+              f"{row['99%']} | {float(row['Max Response Time']):.0f} | {row['Failure Count']} | {single} |")
+    print("\n'alone': the route's median over 15 requests on one connection before the load (its service time).")
+    (first_t, first), (last_t, last) = samples[0], samples[-1]
+    print(f"\n| worker pid | RSS at {first_t} s, MB | RSS at {last_t} s, MB | growth | every 30 s, MB |")
+    print("|---|---|---|---|---|")
     for pid in sorted(set(first) | set(last)):
         before, after = first.get(pid), last.get(pid)
         growth = f"{after / before:.3f}" if before and after else "worker replaced"
-        print(f"| {pid} | {_mb(before)} | {_mb(after)} | {growth} |")
+        series = " ".join(_mb(sample.get(pid)) for _, sample in samples)
+        print(f"| {pid} | {_mb(before)} | {_mb(after)} | {growth} | {series} |")
 
 
 def _mb(value: float | None) -> str:
@@ -165,12 +213,13 @@ def main() -> None:
             setup["record_ids"] = [record_id] + [sign_once(url, setup)[1] for _ in range(READ_RECORDS - 1)]
             setup_path = folder / "setup.json"
             setup_path.write_text(json.dumps(setup))
+            alone = baseline(port, setup)
             samples, stats = run_locust(url, setup_path, args, folder, server.pid)
         finally:
             server.terminate()
             server.wait(timeout=60)
-        workers = len(samples["first"][1])
-        report(stats, samples, args,
+        workers = len(samples[0][1])
+        report(stats, samples, alone,
                f"gunicorn -c gunicorn.conf.py ({workers} workers), PostgreSQL, Redis, DEBUG off; locust "
                f"{args.connections} connections, no think time, {args.duration} s; 1 MP JPEG "
                f"({Path(setup['plain_jpeg']).stat().st_size // 1024} KB, signed {len(signed) // 1024} KB)")

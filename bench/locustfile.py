@@ -9,8 +9,13 @@ import itertools
 import json
 import os
 import random
+import sys
+from pathlib import Path
 
 from locust import FastHttpUser, constant, task
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.load import multipart_body
 
 with open(os.environ["LOAD_SETUP"]) as setup_file:
     SETUP = json.load(setup_file)
@@ -22,22 +27,12 @@ AUTH = {"Authorization": f"Bearer {SETUP['api_key']}"}
 RECORD_BODIES = itertools.cycle(SETUP["record_bodies"])
 
 
-def _multipart(fields: dict[str, str], content: bytes) -> tuple[bytes, dict[str, str]]:
-    boundary = f"load{random.getrandbits(64):016x}"
-    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
-             for name, value in fields.items()]
-    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="content"; filename="photo.jpg"\r\n'
-                 f"Content-Type: image/jpeg\r\n\r\n".encode() + content + b"\r\n")
-    body = b"".join(parts) + f"--{boundary}--\r\n".encode()
-    return body, {"Content-Type": f"multipart/form-data; boundary={boundary}"}
-
-
 class MixedWorkload(FastHttpUser):
     wait_time = constant(0)
 
     @task(70)
     def verify(self) -> None:
-        body, headers = _multipart({}, SIGNED_JPEG)
+        body, headers = multipart_body({}, SIGNED_JPEG)
         self.client.post("/v1/verify", data=body, headers=headers, name="POST /v1/verify")
 
     @task(20)
@@ -47,7 +42,7 @@ class MixedWorkload(FastHttpUser):
 
     @task(5)
     def sign(self) -> None:
-        body, headers = _multipart({"generator_id": SETUP["generator_id"], "model": "load-model"}, PLAIN_JPEG)
+        body, headers = multipart_body({"generator_id": SETUP["generator_id"], "model": "load-model"}, PLAIN_JPEG)
         self.client.post("/v1/sign", data=body, headers={**AUTH, **headers}, name="POST /v1/sign")
 
     @task(5)
