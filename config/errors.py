@@ -253,7 +253,8 @@ def handler500(request):
         # (middleware, the URL resolver) is still a 503.
         if unavailable := backend_unavailable(sys.exc_info()[1]):
             response = json_error(unavailable.status_code, unavailable.code, unavailable.message)
-            response.headers.update(unavailable.headers)
+            for name, value in unavailable.headers.items():
+                response[name] = value
             return response
         return json_error(500, "internal_error", "Internal server error.")
     return defaults.server_error(request)

@@ -48,3 +48,18 @@ def test_a_dropped_connection_answers_503_then_the_next_request_reconnects(api_c
     assert again.status_code == 201
     assert Record.objects.filter(org=org).count() == 2  # the 503 stored nothing
 
+
+
+@pytest.mark.urls("tests.config.urls_probe")
+def test_a_dropped_connection_outside_a_drf_view_is_a_503_too():
+    from django.test import Client
+
+    client = Client(raise_request_exception=False)  # let Django's handler500 answer, as in production
+    assert client.get("/v1/probe/plain-database").status_code == 200
+    _drop_our_connection()
+    response = client.get("/v1/probe/plain-database")
+    assert response.status_code == 503
+    assert response.json()["error"] == "service_unavailable"
+    assert int(response["Retry-After"]) > 0
+    close_old_connections()
+    assert client.get("/v1/probe/plain-database").status_code == 200
