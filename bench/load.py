@@ -7,7 +7,7 @@ client-signed record bodies; then serves with gunicorn and the repo's gunicorn.c
 workers from the CPU count) and runs bench/locustfile.py with N keep-alive connections, no think time.
 
 Prints throughput, p50/p99 and non-2xx per route, and each worker's RSS (from /proc) at minute 1
-and at the end, with the growth ratio.
+and in the last 30 s (medians of samples every 5 s), with the growth ratio.
 
     nice -n 10 .venv/bin/python bench/load.py [--duration 300] [--connections 32]
 """
@@ -16,6 +16,7 @@ import argparse
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -90,7 +91,6 @@ def multipart_body(fields: dict[str, str], content: bytes) -> tuple[bytes, dict[
 def baseline(port: int, setup: dict, runs: int = 15) -> dict[str, float]:
     """Median time of each route alone (one connection, one request at a time): its service time."""
     import http.client
-    import statistics
 
     auth = {"Authorization": f"Bearer {setup['api_key']}"}
     signed, plain = Path(setup["signed_jpeg"]).read_bytes(), Path(setup["plain_jpeg"]).read_bytes()
@@ -144,13 +144,10 @@ def run_locust(url: str, setup_path: Path, args: argparse.Namespace, folder: Pat
     process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
     started = time.monotonic()
-    first_at = 60.0 if args.duration >= 120 else args.duration / 5
-    # Minute 1, then every 30 s to the end (the series tells a leak from a step), the last just before it.
-    moments = sorted({first_at, *range(int(first_at) + 30, args.duration - 3, 30), args.duration - 3})
-    samples = []
-    for at in moments:
-        time.sleep(max(0.0, started + at - time.monotonic()))
-        samples.append((round(time.monotonic() - started), {pid: rss_mb(pid) for pid in worker_pids(master)}))
+    samples = []  # (seconds into the run, {worker pid: RSS MB}) every 5 s
+    while process.poll() is None and time.monotonic() - started < args.duration - 1:
+        time.sleep(5)
+        samples.append((time.monotonic() - started, {pid: rss_mb(pid) for pid in worker_pids(master)}))
     _, errors = process.communicate(timeout=args.duration + 120)
     if process.returncode not in (0, 1):  # 1: locust saw failures; they are reported below
         raise SystemExit(f"locust failed ({process.returncode}):\n{errors}")
@@ -171,14 +168,27 @@ def report(stats: list[dict], samples: list, alone: dict[str, float], describe: 
         print(f"| {row['Name']} | {row['Request Count']} | {float(row['Requests/s']):.1f} | {row['50%']} | "
               f"{row['99%']} | {float(row['Max Response Time']):.0f} | {row['Failure Count']} | {single} |")
     print("\n'alone': the route's median over 15 requests on one connection before the load (its service time).")
-    (first_t, first), (last_t, last) = samples[0], samples[-1]
-    print(f"\n| worker pid | RSS at {first_t} s, MB | RSS at {last_t} s, MB | growth | every 30 s, MB |")
-    print("|---|---|---|---|---|")
-    for pid in sorted(set(first) | set(last)):
-        before, after = first.get(pid), last.get(pid)
-        growth = f"{after / before:.3f}" if before and after else "worker replaced"
-        series = " ".join(_mb(sample.get(pid)) for _, sample in samples)
-        print(f"| {pid} | {_mb(before)} | {_mb(after)} | {growth} | {series} |")
+    # A worker's RSS swings by tens of MB within a request (a 1 MP image decoded, transformed, freed),
+    # so one sample says little: each window is the median of its samples, taken every 5 s.
+    end = samples[-1][0]
+    first_window, last_window = (lambda t: 30 <= t <= 60), (lambda t: t >= end - 30)
+    if end < 120:  # a short trial run: the second fifth against the last fifth
+        first_window, last_window = (lambda t: end / 5 <= t <= 2 * end / 5), (lambda t: t >= 0.8 * end)
+    print("\n| worker pid | RSS minute 1, MB (median; min-max) | RSS last 30 s, MB (median; min-max) | growth |")
+    print("|---|---|---|---|")
+    for pid in sorted({pid for _, sample in samples for pid in sample}):
+        windows = []
+        for window in (first_window, last_window):
+            values = [sample[pid] for at, sample in samples if window(at) and sample.get(pid)]
+            windows.append(values)
+        if not all(windows):
+            print(f"| {pid} | worker replaced or missing in a window | | |")
+            continue
+        (first, last) = (statistics.median(values) for values in windows)
+        print(f"| {pid} | {first:.1f}; {min(windows[0]):.1f}-{max(windows[0]):.1f} | "
+              f"{last:.1f}; {min(windows[1]):.1f}-{max(windows[1]):.1f} | {last / first:.3f} |")
+    print("\nEvery 5 s, MB: " + "; ".join(f"{pid}: " + " ".join(_mb(sample.get(pid)) for _, sample in samples)
+                                         for pid in sorted(samples[-1][1])))
 
 
 def _mb(value: float | None) -> str:
