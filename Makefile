@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint migrate bench-deps clean
+.PHONY: run serve test install lint migrate bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,14 @@ migrate: install
 
 run: migrate
 	$(DEV) $(BIN)/python manage.py runserver 127.0.0.1:8000
+
+# Production: gunicorn with gunicorn.conf.py behind nginx (deploy/nginx.conf), on PostgreSQL and Redis,
+# DEBUG off. The environment it needs: README.md, "Production". Static files are collected to
+# STATIC_ROOT for nginx; deploy/serve.sh applies migrations, then starts gunicorn.
+serve: install
+	@test -n "$$DATABASE_URL" || { echo "make serve: set DATABASE_URL (PostgreSQL) and the rest of README.md, Production" >&2; exit 2; }
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	PYTHON=$(CURDIR)/$(BIN)/python deploy/serve.sh
 
 test: install
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)

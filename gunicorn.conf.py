@@ -1,4 +1,5 @@
-"""gunicorn in production: `.venv/bin/gunicorn config.wsgi:application -c gunicorn.conf.py`.
+"""gunicorn in production: `make serve` (deploy/serve.sh: migrations, then
+`gunicorn config.wsgi:application -c gunicorn.conf.py`).
 
 Always behind a buffering reverse proxy (deploy/nginx.conf). gunicorn has no timeout for reading a
 request's head or body: a sync worker is stuck until `timeout` kills it, a gthread thread until the
@@ -27,10 +28,38 @@ graceful_timeout = 30
 # side that closes and never reuses a connection gunicorn is closing.
 keepalive = 75
 
-# Request head limits (gunicorn's defaults, stated): nginx's large_client_header_buffers match them.
+# Request size. The head: gunicorn's defaults, stated; nginx's large_client_header_buffers match them.
 limit_request_line = 4094
 limit_request_fields = 100
 limit_request_field_size = 8190
+# The body: gunicorn has no size setting. nginx refuses bodies over each route's limit with 413 before
+# they reach gunicorn (client_max_body_size: 1 MB JSON, 10 MB records batch, 36 MB verify batch,
+# 51 MB uploads), and the app enforces the same limits itself while reading (413 payload_too_large).
+
+# Logs: one JSON object per line on stdout, the same shape as the app's (config/logs.py), from the
+# master and the workers. No gunicorn access log: the app writes one line per request itself
+# (config/middleware.py RequestContextMiddleware), with its request id, organization and duration, and
+# with secret URL arguments and query strings left out, which gunicorn's format cannot do.
+accesslog = None
+loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_context": {"()": "config.logs.RequestContextFilter"}},
+    "formatters": {"json": {"()": "config.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout",
+                             "formatter": "json", "filters": ["request_context"]},
+                 "discard": {"class": "logging.NullHandler"}},
+    "root": {"level": "INFO", "handlers": ["console"]},
+    # gunicorn.error through the root handler, at the level `loglevel` gave it; gunicorn.access nowhere
+    # (a logging config turns gunicorn's access log on whatever `accesslog` says).
+    "loggers": {"gunicorn.error": {"handlers": [], "propagate": True},
+                "gunicorn.access": {"handlers": ["discard"], "propagate": False}},
+}
+
+
+# gunicorn 24+ opens a control socket in the home directory for `gunicornc`; nothing here uses it.
+control_socket_disable = True
 
 
 def post_worker_init(worker):

@@ -286,11 +286,11 @@ def run(clips: dict[str, np.ndarray], attack_table: dict, peer: Peer | None) -> 
     extract_minutes = sum(len(c) / RATE / 60 for c in clips.values()) * len(IDS) * len(attack_table)
     false_ours, false_peer, unmarked = _false_ids(clips, attack_table, peer)
     _print_table(hits, tries, peer is not None)
-    all_snr = [v for n, values in snrs.items() for v in values if not n.startswith("hard-")]
+    all_snr = [v for n, values in snrs.items() for v in values if not n.startswith("hard-")] or [np.nan]
     print(f"\nSNR ours (target clips): min {np.min(all_snr):.1f} dB, median {np.median(all_snr):.1f} dB; "
           "per clip min/median: " + ", ".join(f"{n} {np.min(v):.1f}/{np.median(v):.1f}" for n, v in snrs.items()))
     if peer:
-        all_peer = [v for n, values in peer_snrs.items() for v in values if not n.startswith("hard-")]
+        all_peer = [v for n, values in peer_snrs.items() for v in values if not n.startswith("hard-")] or [np.nan]
         print(f"SNR peer (target clips): min {np.min(all_peer):.1f} dB, median {np.median(all_peer):.1f} dB; "
               "per clip min/median: " + ", ".join(f"{n} {np.min(v):.1f}/{np.median(v):.1f}"
                                                   for n, v in peer_snrs.items()))

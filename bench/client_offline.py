@@ -93,17 +93,20 @@ def main() -> None:
     proof = _median_ms(lambda: verify_inclusion(leaf_hash(log_entry(record)), INDEX, args.leaves, path, root),
                        args.runs * 10)
     signatures = _median_ms(lambda: checkpoint_verify(note, pinned_log), args.runs)
-    cli, cli_cpu = _cli_ms(data, record, pinned, log_document, args.runs)
+    cli, cli_cpu, imports = _cli_ms(data, record, pinned, log_document, args.runs)
     print(f"{args.megapixels:g} MP JPEG, {len(data) / 1e6:.1f} MB; log of {args.leaves:,} entries, "
           f"proof of {len(path)} hashes; medians of {args.runs} runs")
     print(f"verify_offline in process (hash, signature, checkpoint, proof): {whole:7.1f} ms")
     print(f"  inclusion proof check:                                       {proof:7.3f} ms")
     print(f"  checkpoint signatures (Ed25519 + ML-DSA-65):                 {signatures:7.3f} ms")
     print(f"svc verify --offline, fresh interpreter (start-up + imports):  {cli:7.1f} ms wall, {cli_cpu:.1f} ms CPU")
+    print(f"  its imports (-X importtime, one run): {imports['ms']:.1f} ms; third-party packages loaded: "
+          f"{', '.join(imports['packages']) or 'none'}")
 
 
-def _cli_ms(data: bytes, record: dict, pinned: PinnedKeys, log_document: dict, runs: int) -> tuple[float, float]:
-    """Median wall time of the command, and its median CPU time (user + system: steady on a busy machine)."""
+def _cli_ms(data: bytes, record: dict, pinned: PinnedKeys, log_document: dict, runs: int) -> tuple[float, float, dict]:
+    """Median wall time of the command, its median CPU time (user + system: steady on a busy machine), and what
+    one run imports (`python -X importtime`: the time of every import, and the third-party packages)."""
     with tempfile.TemporaryDirectory() as folder:
         files = {"photo.jpg": data, "record.json": json.dumps(record).encode(),
                  "keys.json": json.dumps({"generator_id": pinned.generator_id, "public_keys": [
@@ -123,7 +126,23 @@ def _cli_ms(data: bytes, record: dict, pinned: PinnedKeys, log_document: dict, r
             subprocess.run(command, cwd=folder, env=env, check=True, capture_output=True)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
-        return _median_ms(run, runs), statistics.median(cpu)
+        wall = _median_ms(run, runs)
+        traced = subprocess.run([sys.executable, "-X", "importtime", *command[1:]], cwd=folder, env=env, check=True,
+                                capture_output=True, text=True)
+        return wall, statistics.median(cpu), _imports(traced.stderr)
+
+
+def _imports(trace: str) -> dict:
+    """Total self time of every import in an -X importtime trace, and the top-level packages from site-packages."""
+    rows = [line.split("|") for line in trace.splitlines() if line.startswith("import time:") and "self" not in line]
+    names = {row[2].strip() for row in rows}
+    site = {name.split(".")[0] for name in names if name.split(".")[0] in _THIRD_PARTY}
+    return {"ms": sum(int(row[0].split(":")[1]) for row in rows) / 1000, "packages": sorted(site)}
+
+
+# The project's dependencies a client could load (pyproject.toml and client/pyproject.toml).
+_THIRD_PARTY = {"numpy", "PIL", "lxml", "cv2", "av", "soundfile", "scipy", "pypdf", "cbor2", "requests", "urllib3",
+                "cryptography", "imagehash", "skimage"}
 
 
 if __name__ == "__main__":

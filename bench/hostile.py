@@ -7,6 +7,10 @@ much the request added to the RSS of the warmed-up process. Sign cases sign a ph
 image at each format's signing pixel limit (and one just over it).
 
     .venv/bin/python bench/hostile.py [--only NAME ...] [--timeout 60]
+    .venv/bin/python bench/hostile.py --families     (every family's hostile files, JSON and multipart
+                                                       cases against a live gunicorn worker: bench/hostile_live.py)
+    .venv/bin/python bench/hostile.py --all          (both tables)
+    .venv/bin/python bench/hostile.py --families --markdown   (the per-family table of docs/reliability.md)
 """
 
 import argparse
@@ -172,9 +176,23 @@ def main() -> None:
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--timeout", type=float, default=60)
     parser.add_argument("--child")
+    parser.add_argument("--families", action="store_true", help="only the per-family table (live server)")
+    parser.add_argument("--all", action="store_true", help="the fresh-process table, then the per-family table")
+    parser.add_argument("--markdown", action="store_true", help="the per-family table as in docs/reliability.md")
     args = parser.parse_args()
     if args.child:
         return _child(args.child)
+    if not args.families:
+        _fresh_process_table(args)
+    if args.families or args.all:
+        from bench import hostile_live
+
+        print()
+        rows = hostile_live.all_rows(Path(tempfile.mkdtemp(prefix="hostile-live-")))
+        (hostile_live.print_markdown if args.markdown else hostile_live.print_rows)(rows)
+
+
+def _fresh_process_table(args) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="hostile-"))
     env = prepared_environment(workdir)
     print(f"{'case':32} {'bytes':>10} {'status':>6} {'code':>22} {'seconds':>8} {'peak MB':>8} {'added MB':>9}")

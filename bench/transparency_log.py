@@ -7,9 +7,10 @@ served in < 5 ms, a checkpoint every second or less under load, POST /v1/records
    the canonical entry, so only the size matters) and sequenced in-process: records/s into the log.
 2. Serves inclusion proofs through the routes (Django's test client in this process, so the figure is the
    application's time, not the network's): GET /v1/log/inclusion?index=N and GET /v1/records/:id.
-3. POST /v1/records throughput (gunicorn, wrk, real signatures, as bench/records.py), runs alternating
-   without and with `manage.py log_sequencer` running beside gunicorn, and the intervals between the
-   checkpoints the sequencer signed during the runs with it.
+3. POST /v1/records throughput (gunicorn, wrk, real signatures, as bench/records.py): one server, rounds of
+   a window without and a window with `manage.py log_sequencer` running beside it (ABBA order), the median
+   of the rounds' ratios and their spread; the sequencer's CPU (its process and its PostgreSQL backend);
+   the intervals between the checkpoints it signed during its windows.
 
     .venv/bin/python bench/transparency_log.py [--records 1000000] [--duration 10] [--repeats 3]
         [--database-url postgres://postgres@127.0.0.1:5432/tlog_bench]
@@ -129,44 +130,102 @@ class CheckpointWatch:
         connection.close()
 
 
-def post_runs(env: dict[str, str], args) -> tuple[dict[str, list[float]], list[float], int]:
-    """Alternating wrk runs without and with the sequencer; requests/s per mode, checkpoint intervals."""
+def post_runs(env: dict[str, str], args) -> dict:
+    """POST /v1/records with and without the sequencer, in interleaved rounds against one server.
+
+    One gunicorn serves every window (a fresh server per window added its start-up variance). Each round
+    measures every mode once, in ABBA order (the order flips every round, so a drift in the machine's load
+    favours neither mode), and gives one ratio per mode against the round's `without`: the ratios' median
+    is the figure, their spread is reported. Before each window the bench itself integrates what is
+    pending (outside the measurement), so a `with` window's sequencer only has that window's records.
+    The sequencer runs as production runs it: `manage.py log_sequencer`, its own process, started and
+    settled before its window and stopped after it.
+    """
     from bench.records import prepare
-    from transparency.services import log_sequence
 
     singles, _ = prepare(env)
     lua = serve.rotating_lua("POST", "/v1/records", singles)
-    rates: dict[str, list[float]] = {mode: [] for mode in args.modes.split(",")}
-    intervals, non_2xx, cpu_seconds = [], 0, 0.0
-    for _ in range(args.repeats):
-        for mode in args.modes.split(","):
-            log_sequence()  # both modes start with nothing pending
-            # The sequencer starts, and settles, before the server: its start-up is not part of the measurement.
-            # "idle": the process runs but sleeps (a control for its mere presence and start-up).
-            asleep = ["--interval", "3600"] if mode == "idle" else []
-            command = [sys.executable, "manage.py", "log_sequencer", *asleep]
-            sequencer = subprocess.Popen(command, cwd=serve.ROOT, env=env) if mode != "without" else None
-            if sequencer:
-                _wait_until_settled(sequencer.pid)
-            try:
-                with serve.gunicorn(env, workers=args.workers, worker_class=args.worker_class,
-                                    threads=args.threads) as url:
-                    serve.wrk(url, lua=lua, duration=3, connections=args.connections)
-                    cpu_before = _cpu_seconds(sequencer.pid) if sequencer else 0.0
-                    with CheckpointWatch() as watch:
-                        stats = serve.wrk(url, lua=lua, duration=args.duration, connections=args.connections)
-                    if mode == "with":
-                        cpu_seconds += _cpu_seconds(sequencer.pid) - cpu_before
-            finally:
-                if sequencer:
-                    sequencer.terminate()
-                    sequencer.wait(timeout=30)
-            rates[mode].append(stats["requests_per_second"])
-            non_2xx += stats["non_2xx"]
-            if mode == "with":
-                intervals += [b - a for a, b in zip(watch.times, watch.times[1:], strict=False)]
-            print(f"  {mode} sequencer: {stats['requests_per_second']:.0f} requests/s", flush=True)
-    return rates, sorted(intervals), non_2xx, cpu_seconds
+    modes = args.modes.split(",")
+    result = {"rates": {mode: [] for mode in modes}, "ratios": {mode: [] for mode in modes if mode != "without"},
+              "intervals": [], "non_2xx": 0, "cpu": {"process": 0.0, "backend": 0.0}, "records_with": 0,
+              "web_cpu": {mode: 0.0 for mode in modes}, "requests": {mode: 0 for mode in modes}}
+    server: dict[str, int] = {}
+    with serve.gunicorn(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads,
+                        on_start=lambda process, port: server.update(pid=process.pid)) as url:
+        serve.wrk(url, lua=lua, duration=5, connections=args.connections)  # warm the workers and the database
+        for round_number in range(args.repeats):
+            order = modes if round_number % 2 == 0 else modes[::-1]
+            rates = {mode: _window(url, lua, mode, env, args, result, server["pid"]) for mode in order}
+            for mode in result["ratios"]:
+                result["ratios"][mode].append(rates[mode] / rates["without"])
+            print(f"  round {round_number + 1}: " + ", ".join(f"{mode} {rates[mode]:.0f}/s" for mode in order),
+                  flush=True)
+    result["intervals"].sort()
+    return result
+
+
+def _window(url: str, lua: str, mode: str, env: dict[str, str], args, result: dict, server_pid: int) -> float:
+    """One measured window in `mode`; returns its requests/s and adds to `result`'s totals: the sequencer's
+    CPU, and the CPU the requests cost (the gunicorn workers and their PostgreSQL backends)."""
+    from transparency.services import log_sequence
+
+    log_sequence()  # every window starts with nothing pending
+    # "idle": the process runs but sleeps (a control for its mere presence).
+    asleep = ["--interval", "3600"] if mode == "idle" else []
+    sequencer = None
+    if mode != "without":
+        sequencer = subprocess.Popen([sys.executable, "manage.py", "log_sequencer", *asleep], cwd=serve.ROOT,
+                                     env=env)
+        _wait_until_settled(sequencer.pid)
+    try:
+        backend = _backend_pid() if sequencer else None
+        before = (_cpu_seconds(sequencer.pid), _cpu_seconds(backend) if backend else 0.0) if sequencer else None
+        web = {pid: _cpu_seconds(pid) for pid in _web_pids(server_pid)}
+        with CheckpointWatch() as watch:
+            stats = serve.wrk(url, lua=lua, duration=args.duration, connections=args.connections)
+        result["web_cpu"][mode] += sum(_cpu_seconds(pid) - used for pid, used in web.items() if _alive(pid))
+        result["requests"][mode] += stats["requests"]
+        if mode == "with":
+            result["cpu"]["process"] += _cpu_seconds(sequencer.pid) - before[0]
+            result["cpu"]["backend"] += (_cpu_seconds(backend) - before[1]) if backend else 0.0
+            result["records_with"] += stats["requests"]
+            result["intervals"] += [b - a for a, b in zip(watch.times, watch.times[1:], strict=False)]
+    finally:
+        if sequencer:
+            sequencer.terminate()
+            sequencer.wait(timeout=30)
+    result["rates"][mode].append(stats["requests_per_second"])
+    result["non_2xx"] += stats["non_2xx"] + stats["socket_errors"]
+    return stats["requests_per_second"]
+
+
+def _web_pids(server_pid: int) -> list[int]:
+    """The gunicorn workers (the master's children) and the PostgreSQL backends of this database but the
+    sequencer's and this process's own (CONN_MAX_AGE keeps a worker's connection for the whole run)."""
+    from django.db import connection
+
+    workers = [int(pid) for pid in Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid() "
+                       "AND application_name <> 'log_sequencer' AND backend_type = 'client backend'")
+        backends = [row[0] for row in cursor.fetchall()]
+    return workers + backends
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").exists()
+
+
+def _backend_pid() -> int | None:
+    """The PostgreSQL server process of the sequencer's connection (it names itself `log_sequencer`)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'log_sequencer' "
+                       "AND datname = current_database()")
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def _wait_until_settled(pid: int, timeout: float = 60.0) -> None:
@@ -232,29 +291,47 @@ def proofs_table(args) -> None:
     ids = list(Record.objects.filter(log_index__in=indexes[:args.proofs // 2]).values_list("id", flat=True))
     print(f"\nInclusion proofs against a tree of {size:,}, in process through the routes "
           f"({args.proofs} requests each):\n\n| route | p50 ms | p99 ms | mean ms |\n|---|---|---|---|")
+    # The control: a public log route with the same per-IP limit (a Redis round trip) and one small SQL
+    # statement but no proof, timed in the same run, so a loaded machine's share of the figure shows.
     for label, paths in (("GET /v1/log/inclusion?index=N", [f"/v1/log/inclusion?index={i}" for i in indexes]),
-                         ("GET /v1/records/:id (with `log`)", [f"/v1/records/{i}" for i in ids])):
+                         ("GET /v1/records/:id (with `log`)", [f"/v1/records/{i}" for i in ids]),
+                         ("GET /v1/log/checkpoint (control: no proof)", ["/v1/log/checkpoint"] * args.proofs)):
         timings = time_route(paths)
         print(f"| {label} | {percentile(timings, 0.5):.2f} | {percentile(timings, 0.99):.2f} "
               f"| {statistics.mean(timings):.2f} |")
 
 
 def post_table(env: dict[str, str], args) -> None:
-    print(f"\nPOST /v1/records: {serve.describe(args, env)}; runs alternate without and with the sequencer", flush=True)
-    rates, intervals, non_2xx, cpu_seconds = post_runs(env, args)
-    pairs = [w / wo for w, wo in zip(rates["with"], rates["without"], strict=True)]
-    without, with_ = statistics.median(rates["without"]), statistics.median(rates["with"])
-    print("\n| POST /v1/records | requests/s (median) | every run |\n|---|---|---|")
+    cache = "Redis" if env.get("REDIS_URL") else "database cache"
+    print(f"\nPOST /v1/records: gunicorn {args.workers} x {args.worker_class} workers, PostgreSQL, {cache}; wrk "
+          f"{args.connections} connections; one server, {args.repeats} rounds of every mode in ABBA order, "
+          f"{args.duration} s windows; load average before: {os.getloadavg()[0]:.1f}", flush=True)
+    result = post_runs(env, args)
     labels = {"without": "without the sequencer", "with": "with the sequencer running",
               "idle": "with the sequencer started but asleep"}
-    for mode, runs in rates.items():
+    print("\n| POST /v1/records | requests/s (median) | every window |\n|---|---|---|")
+    for mode, runs in result["rates"].items():
         print(f"| {labels[mode]} | {statistics.median(runs):.0f} | {' / '.join(f'{rate:.0f}' for rate in runs)} |")
-    print(f"\nWith the sequencer: {with_ / without:.0%} of the throughput without it (medians); run by run "
-          f"{' / '.join(f'{ratio:.0%}' for ratio in pairs)}, median {statistics.median(pairs):.0%}; "
-          f"non-2xx responses: {non_2xx}.")
-    records = sum(rates["with"]) * args.duration
-    print(f"The sequencer process used {cpu_seconds:.2f} CPU s in its runs (measured windows only), for about "
-          f"{records:,.0f} records: {cpu_seconds / records * 1e6:.0f} us a record.")
+    for mode, ratios in result["ratios"].items():
+        ordered = sorted(ratios)
+        quartiles = statistics.quantiles(ordered, n=4) if len(ordered) > 1 else [ordered[0]] * 3
+        print(f"\n{labels[mode].capitalize()} / without, round by round: {' / '.join(f'{r:.0%}' for r in ratios)}; "
+              f"median {statistics.median(ratios):.0%}, quartiles {quartiles[0]:.0%}-{quartiles[2]:.0%}, "
+              f"min {ordered[0]:.0%}, max {ordered[-1]:.0%}.")
+    print(f"Non-2xx responses and socket errors: {result['non_2xx']}; load average after: {os.getloadavg()[0]:.1f}.")
+    records, cpu = result["records_with"], result["cpu"]
+    if records:
+        sequencer = (cpu["process"] + cpu["backend"]) / records
+        print(f"The sequencer used {cpu['process']:.2f} CPU s in its process and {cpu['backend']:.2f} in its "
+              f"PostgreSQL backend over its measured windows, for {records:,} records: "
+              f"{sequencer * 1e6:.0f} us a record.")
+        if sum(result["requests"].values()):
+            request = sum(result["web_cpu"].values()) / sum(result["requests"].values())
+            print(f"A request cost the server {request * 1e6:.0f} us of CPU (gunicorn workers and their PostgreSQL "
+                  f"backends, every window): on CPU alone, the sequencer leaves "
+                  f"{request / (request + sequencer):.1%} of the throughput (a bound that the machine's load "
+                  f"does not move, unlike the ratios above).")
+    intervals = result["intervals"]
     if intervals:
         print(f"Checkpoint intervals under that load ({len(intervals)}): median {statistics.median(intervals):.2f} s, "
               f"p99 {percentile(intervals, 0.99):.2f} s, max {intervals[-1]:.2f} s.")

@@ -210,7 +210,9 @@ class BodyTimeoutMiddleware:
 
         def start(status: str, headers: list, exc_info=None):
             if body.timed_out and not status.startswith("408"):
+                request_id = [header for header in headers if header[0].lower() == "x-request-id"]
                 headers, payload = _timeout_response(environ)
+                headers += request_id
                 replaced.append(payload)
                 status = "408 Request Timeout"
             return start_response(status, headers, exc_info)

@@ -15,6 +15,8 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from config.logs import current_request_id
+
 logger = logging.getLogger(__name__)
 
 
@@ -138,6 +140,14 @@ class InviteInvalid(ApiError):
     status_code, code, message = 400, "invite_invalid", "This invite has expired or was already used."
 
 
+class KeyUnavailable(ApiError):
+    """A secret the service sealed does not unseal (its KEY_ENCRYPTION_KEY id was removed, or the blob is
+    damaged): the operator's to fix, so 503, and the details go to the log, not to the caller."""
+
+    status_code, code = 503, "key_unavailable"
+    message = "The service cannot use this generator's private key right now; the operator has been alerted."
+
+
 class ServiceUnavailable(ApiError):
     """A backing service (PostgreSQL, Redis) is unreachable: nothing was done; the client may retry."""
 
@@ -225,15 +235,25 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
     if error is None:
         view = context.get("view")
         logger.exception("Unhandled error in %s", type(view).__name__ if view else "view", exc_info=exc)
-        return Response({"error": "internal_error", "message": "Internal server error."}, status=500)
+        return Response(server_error_body(500, {"error": "internal_error", "message": "Internal server error."}),
+                        status=500)
     headers = dict(error.headers)
     if error.status_code == 401:
         headers.setdefault("WWW-Authenticate", 'Bearer realm="api"')
-    return Response(error.body(), status=error.status_code, headers=headers)
+    return Response(server_error_body(error.status_code, error.body()), status=error.status_code, headers=headers)
+
+
+def server_error_body(status: int, body: dict) -> dict:
+    """A 5xx envelope names the request id, which every log line of the request carries too, so a
+    user's report can be matched to the logs (also in the X-Request-Id header)."""
+    request_id = current_request_id()
+    if status >= 500 and request_id is not None:
+        return {**body, "request_id": request_id}
+    return body
 
 
 def json_error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": code, "message": message}, status=status)
+    return JsonResponse(server_error_body(status, {"error": code, "message": message}), status=status)
 
 
 def _is_api(request) -> bool:

@@ -17,6 +17,7 @@ ERROR_SCHEMA = {
         "upgrade_url": {"type": "string", "description": "402 `signature_limit_reached` only."},
         "limit": {"type": "integer", "nullable": True, "description": "402 `signature_limit_reached` only."},
         "current": {"type": "integer", "description": "402 `signature_limit_reached` only."},
+        "request_id": {"type": "string", "description": "5xx only: the request's id, also in `X-Request-Id`."},
     },
     "required": ["error", "message"],
 }

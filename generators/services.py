@@ -1,6 +1,7 @@
 """Registering, revoking and rotating generators: one transaction each, audited, announced."""
 
 import base64
+import logging
 import uuid
 from dataclasses import dataclass
 
@@ -9,13 +10,15 @@ from django.utils import timezone
 
 from accounts.models import Organization
 from audit.services import audit_write
-from config.errors import NotFound, ValidationFailed
-from config.keyring import key_encryption_key
-from config.sealing import seal, unseal
+from config.errors import KeyUnavailable, NotFound, ValidationFailed
+from config.keyring import private_key_sealing_ring
+from config.sealing import SealedBlobError, seal, sealed_key_id, unseal
 from generators.models import Generator, GeneratorKey
 from media_codecs import FAMILIES
 from provenance import crypto
 from webhooks.events import event_emit
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -83,9 +86,36 @@ def generator_rotate_key(*, generator: Generator, public_key: SuppliedPublicKey 
 
 
 def generator_signing_seed(key: GeneratorKey) -> bytes:
-    """The decrypted ML-DSA seed of a server-managed generator's key (never stored or logged)."""
-    return unseal(bytes(key.encrypted_private_key), key_encryption_key(),
-                               associated_data=_sealing_context(key.generator_id, key.kid))
+    """The decrypted ML-DSA seed of a server-managed generator's key (never stored or logged).
+
+    Raises KeyUnavailable (503) when the sealed seed does not unseal: its KEY_ENCRYPTION_KEY id is no
+    longer configured, or the blob is damaged. Logged as an error for the operator.
+    """
+    try:
+        return unseal(bytes(key.encrypted_private_key), private_key_sealing_ring().keys,
+                      associated_data=_sealing_context(key.generator_id, key.kid))
+    except SealedBlobError as error:
+        logger.error("the private key %s of generator %s does not unseal: %s", key.kid, key.generator_id, error)
+        raise KeyUnavailable() from None
+
+
+def generator_key_reseal(*, key_pk: uuid.UUID) -> bool:
+    """Seal one server-managed key's private key again under the newest KEY_ENCRYPTION_KEY id.
+
+    One short transaction with the key's row locked, so two runs never both rewrite it and signing
+    carries on (a request that read the old blob still unseals it while the old id is configured).
+    Returns False when there was nothing to do (already under the newest id, or no such sealed key).
+    Raises SealedBlobError (UnknownKeyId among them) when the blob does not unseal; nothing changes then.
+    """
+    ring = private_key_sealing_ring()
+    with transaction.atomic():
+        key = GeneratorKey.objects.select_for_update().filter(pk=key_pk, encrypted_private_key__isnull=False).first()
+        if key is None or sealed_key_id(key.encrypted_private_key) == ring.newest_id:
+            return False
+        seed = unseal(bytes(key.encrypted_private_key), ring.keys,
+                      associated_data=_sealing_context(key.generator_id, key.kid))
+        GeneratorKey.objects.filter(pk=key.pk).update(encrypted_private_key=_seal(seed, key.generator_id, key.kid))
+    return True
 
 
 def decode_public_key(*, kid: str | None, algorithm: str, key_b64: str) -> SuppliedPublicKey:
@@ -106,9 +136,14 @@ def _add_key(generator: Generator, public_key: SuppliedPublicKey | None) -> Gene
         return GeneratorKey.objects.create(generator=generator, kid=public_key.kid, public_key=public_key.key)
     seed, raw_public = crypto.generate_keypair()
     kid = crypto.key_id(raw_public)
-    sealed = seal(seed, key_encryption_key(), associated_data=_sealing_context(generator.pk, kid))
+    sealed = _seal(seed, generator.pk, kid)
     return GeneratorKey.objects.create(generator=generator, kid=kid, public_key=raw_public,
                                        encrypted_private_key=sealed)
+
+
+def _seal(seed: bytes, generator_id: uuid.UUID, kid: str) -> bytes:
+    ring = private_key_sealing_ring()
+    return seal(seed, ring.newest_key, key_id=ring.newest_id, associated_data=_sealing_context(generator_id, kid))
 
 
 def _sealing_context(generator_id: uuid.UUID, kid: str) -> bytes:

@@ -57,7 +57,7 @@ class Media:
 SCORE_NONE = 0
 SCORE_FALLBACK = 1  # could be, with nothing to say so (plain text: any valid UTF-8)
 SCORE_WEAK = 20  # a marker found past the start, or a sign that is not a signature (HTML tags)
-SCORE_MAGIC = 100  # the format's signature where the format puts it
+SCORE_MAGIC = 100  # the format's signature where the format puts it; the highest (detection stops at it)
 
 
 class Codec(ABC):

@@ -4,14 +4,17 @@ As mutagen's `File()` does, every codec scores the head of the data and the best
 (registration order breaks ties): a signature at offset 0 beats a marker found further in,
 which beats a codec that merely could read the bytes (plain text, the lowest). A declared
 family restricts the candidates. Built-in codecs are imported on first use so that importing
-`media_codecs` stays cheap.
+`media_codecs` stays cheap, and detection imports them in order only until one finds its signature at
+offset 0 (SCORE_MAGIC, the highest score: no codec after it could win), so hashing a JPEG imports the
+JPEG codec alone (`svc verify --offline`'s start-up; docs/performance.md).
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
 
-from media_codecs.base import SCORE_NONE, Codec, Media
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Codec, Media
 from media_codecs.errors import UnsupportedFormat
 
 HEAD_BYTES = 4096  # room for a PDF's %PDF within its first 1024 bytes, an HTML head, a text sample
@@ -34,7 +37,8 @@ BUILTIN_CODEC_MODULES: tuple[str, ...] = (
 )
 
 _codecs: dict[str, Codec] = {}
-_builtins_loaded = False
+_builtins_loaded = 0  # how many of BUILTIN_CODEC_MODULES are in the table, a prefix
+_loading = threading.Lock()
 
 
 def register(codec: Codec) -> None:
@@ -47,14 +51,16 @@ def register(codec: Codec) -> None:
     _codecs[codec.format] = codec
 
 
-def _load_builtins() -> None:
+def _load_builtins(count: int = len(BUILTIN_CODEC_MODULES)) -> None:
+    """Put the first `count` built-in codecs in the table (after any registered before them)."""
     global _builtins_loaded
-    if _builtins_loaded:
+    if _builtins_loaded >= count:
         return
-    for module_path in BUILTIN_CODEC_MODULES:
-        codec = importlib.import_module(module_path).CODEC
-        _codecs.setdefault(codec.format, codec)
-    _builtins_loaded = True
+    with _loading:
+        while _builtins_loaded < count:
+            codec = importlib.import_module(BUILTIN_CODEC_MODULES[_builtins_loaded]).CODEC
+            _codecs.setdefault(codec.format, codec)  # a new format goes to the end of the table
+            _builtins_loaded += 1
 
 
 def registered_codecs() -> tuple[Codec, ...]:
@@ -69,13 +75,21 @@ def detect(data: bytes, family: str | None = None) -> Codec:
     Raises UnsupportedFormat when no codec (of the family) recognises the data.
     """
     head = bytes(data[:HEAD_BYTES])
-    best, best_score = None, SCORE_NONE
-    for codec in registered_codecs():
-        if family is not None and codec.family != family:
-            continue
-        score = codec.score(head)
-        if score > best_score:
-            best, best_score = codec, score
+    best, best_score, scored = None, SCORE_NONE, 0
+    while True:
+        # The table in registration order; loading a built-in only ever appends, so the codecs not yet
+        # scored are its tail. A tie goes to the earlier codec, as with the whole table at once.
+        codecs = tuple(_codecs.values())
+        for codec in codecs[scored:]:
+            if family is not None and codec.family != family:
+                continue
+            score = codec.score(head)
+            if score > best_score:
+                best, best_score = codec, score
+        scored = len(codecs)
+        if best_score >= SCORE_MAGIC or _builtins_loaded == len(BUILTIN_CODEC_MODULES):
+            break
+        _load_builtins(_builtins_loaded + 1)
     if best is None:
         where = f" {family}" if family else ""
         raise UnsupportedFormat(f"the content is not in a supported{where} format")

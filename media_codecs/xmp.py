@@ -12,11 +12,13 @@ an attribute) is still found and removed through the tree.
 from __future__ import annotations
 
 import re
-from xml.sax.saxutils import escape, quoteattr
-
-from lxml import etree
+from functools import cache
+from typing import TYPE_CHECKING
 
 from media_codecs.errors import CorruptMedia, UnsupportedFormat
+
+if TYPE_CHECKING:
+    from lxml import etree
 
 SVC_NAMESPACE = "https://ns.provenance.example/svc/1.0/"
 RDF_NAMESPACE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -45,7 +47,13 @@ _OUR_DESCRIPTION = re.compile(
 # XML 1.0 section 2.2: characters outside this set cannot appear in a document at all.
 _XML_INVALID_CHARACTER = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
-_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+
+@cache
+def _parser() -> etree.XMLParser:
+    # Built on first use: lxml is imported only when a file has an XMP packet to read.
+    from lxml import etree
+
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 
 def build_packet(token: str) -> bytes:
@@ -111,15 +119,19 @@ def remove_token(packet: bytes) -> bytes | None:
 
 def _parse(packet: bytes) -> etree._Element:
     # Some writers pad the packet with NULs up to a fixed segment size; XML forbids them.
+    from lxml import etree
+
     text = packet.rstrip(b"\x00 \t\r\n")
     try:
-        return etree.fromstring(text, _PARSER)
+        return etree.fromstring(text, _parser())
     except (etree.XMLSyntaxError, ValueError) as error:
         raise CorruptMedia(f"the XMP packet is not well-formed XML: {error}") from None
 
 
 def _serialize(root: etree._Element) -> bytes:
     # Serialising the tree (not the root) keeps the <?xpacket?> instructions around it.
+    from lxml import etree
+
     return etree.tostring(root.getroottree(), encoding="utf-8", xml_declaration=False)
 
 
@@ -163,6 +175,9 @@ def _closing_rdf_offset(packet: bytes, rdf: etree._Element) -> int:
 
 def _our_description(about: str, token: str) -> bytes:
     # Declares xmlns:rdf itself so the element is valid whatever prefix the host packet uses.
+    # (xml.sax.saxutils imported here: it pulls in urllib.request, http and ssl, which hashing never needs.)
+    from xml.sax.saxutils import escape
+
     return (
         f'<rdf:Description xmlns:rdf="{RDF_NAMESPACE}" xmlns:svc="{SVC_NAMESPACE}" '
         f"rdf:about={_double_quoted(about)}><svc:Token>{escape(token)}</svc:Token></rdf:Description>"
@@ -172,6 +187,8 @@ def _our_description(about: str, token: str) -> bytes:
 def _double_quoted(value: str) -> str:
     # Escaping every double quote first makes quoteattr always choose double quotes,
     # which is the form _OUR_DESCRIPTION recognises.
+    from xml.sax.saxutils import quoteattr
+
     return quoteattr(value, {'"': "&quot;"})
 
 

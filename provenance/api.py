@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.parsers import MultiPartParser
@@ -19,8 +20,17 @@ from provenance.c2pa_embed import record_c2pa_embed
 from provenance.c2pa_json import c2pa_manifest
 from provenance.signing import content_sign
 
+# What POST /v1/sign answers with: each codec's MIME type without its parameters (tests/config/test_openapi.py
+# checks the list against the codec registry).
+SIGNED_MEDIA_TYPES = ("image/jpeg", "image/png", "image/webp", "audio/wav", "audio/flac", "audio/mpeg", "text/plain",
+                      "text/html", "application/pdf", "video/mp4", "video/quicktime", "video/x-matroska", "video/webm")
+SIGNED_CONTENT = OpenApiResponse(OpenApiTypes.BINARY, description="The signed content, in the format it came in")
+
 # The body names a generator: 404 for an unknown or revoked one (403 for another organization's).
 GENERATOR_NOT_FOUND = OpenApiResponse(description="`not_found`: the body's generator_id is unknown or revoked.")
+# The generator's sealed private key does not unseal (its KEY_ENCRYPTION_KEY id was removed too early).
+KEY_UNAVAILABLE = OpenApiResponse(description="`key_unavailable`: the service cannot use the generator's private "
+                                              "key (a key-custody fault of the operator's; logged).")
 
 BATCH_BODY_LIMIT = 10 * 1024 * 1024  # spec: batch record request body 10 MB
 
@@ -53,7 +63,8 @@ class SignView(APIView):
                                                         "format": {"type": "string",
                                                                    "enum": list(FAMILIES)}}}},
         # The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
-        responses={(201, "*/*"): OpenApiResponse(description="The signed content"), 404: GENERATOR_NOT_FOUND},
+        responses={**{(201, media_type): SIGNED_CONTENT for media_type in SIGNED_MEDIA_TYPES},
+                   404: GENERATOR_NOT_FOUND, 503: KEY_UNAVAILABLE},
         tags=["signing"])
     def post(self, request):
         fields = validated(s.SignInput, request)
@@ -124,7 +135,9 @@ class RecordC2paEmbedView(APIView):
     @extend_schema(
         request={"multipart/form-data": {"type": "object", "required": ["content"],
                                          "properties": {"content": {"type": "string", "format": "binary"}}}},
-        responses={(200, "image/jpeg"): OpenApiResponse(description="The asset with its manifest (or image/png)")},
+        responses={**{(200, media_type): OpenApiResponse(OpenApiTypes.BINARY, description="The asset with its manifest")
+                      for media_type in ("image/jpeg", "image/png")},
+                   503: KEY_UNAVAILABLE},
         tags=["records"])
     def post(self, request, record_id):
         embedded = record_c2pa_embed(org=request.org, record_id=record_id, data=uploaded_bytes(request, "content"))

@@ -5,9 +5,11 @@ import itertools
 from accounts.jwt_sessions import session_token_issue
 from accounts.models import Organization, Role, User
 from accounts.services import api_key_create
+from tests.log_scan import register_secret
 
 _counter = itertools.count(1)
 PASSWORD = "correct horse battery"
+register_secret(PASSWORD)
 
 
 def make_org(*, plan: str = "free", name: str | None = None) -> Organization:
@@ -17,15 +19,20 @@ def make_org(*, plan: str = "free", name: str | None = None) -> Organization:
 def make_user(*, org: Organization, role: str = Role.OWNER, email: str | None = None,
               verified: bool = True, password: str = PASSWORD) -> User:
     email = email or f"user{next(_counter)}@example.com"
+    register_secret(password)
     return User.objects.create_user(email, password, org=org, role=role, email_verified=verified)
 
 
 def make_api_key(*, org: Organization, name: str = "test") -> str:
-    return api_key_create(org=org, created_by=None, name=name).key
+    key = api_key_create(org=org, created_by=None, name=name).key
+    register_secret(key)
+    return key
 
 
 def session_token(user: User) -> str:
-    return session_token_issue(user_id=str(user.pk), email=user.email, org_id=str(user.org_id))
+    token = session_token_issue(user_id=str(user.pk), email=user.email, org_id=str(user.org_id))
+    register_secret(token)
+    return token
 
 
 # --- generators and records -------------------------------------------------------------------------
@@ -39,6 +46,8 @@ def make_generator(*, org: Organization, name: str = "gen", formats: list[str] |
 
 def make_client_generator(*, org: Organization, name: str = "client-gen"):
     """A client-managed generator; returns (generator, seed) so tests can sign as the client would."""
+    import base64
+
     from generators.services import SuppliedPublicKey, generator_register
     from provenance import crypto
 
@@ -46,6 +55,8 @@ def make_client_generator(*, org: Organization, name: str = "client-gen"):
     generator = generator_register(org=org, name=name, supported_formats=None,
                                    public_key=SuppliedPublicKey(kid=crypto.key_id(public), algorithm="ml-dsa-65",
                                                              key=public))
+    register_secret(seed)
+    register_secret(base64.b64encode(seed).decode())
     return generator, seed
 
 
@@ -92,6 +103,7 @@ def make_invite(*, org: Organization, inviter: User | None, email: str | None = 
     email = normalize_email(email or f"invitee{next(_counter)}@example.com")
     invite = Invite.objects.create(org=org, inviter=inviter, email=email, role=role, digest=digest(token),
                                    expires_at=timezone.now() + INVITE_LIFETIME)
+    register_secret(token)
     return invite, token
 
 
@@ -99,7 +111,9 @@ def make_personal_key(*, user: User) -> str:
     """A personal API key of `user`, created by the user; returns the full key."""
     from accounts.services import personal_api_key_create
 
-    return personal_api_key_create(org=user.org, user=user, created_by=user).key
+    key = personal_api_key_create(org=user.org, user=user, created_by=user).key
+    register_secret(key)
+    return key
 
 
 # --- webhooks -------------------------------------------------------------------------------------
@@ -109,4 +123,5 @@ def make_webhook(*, org: Organization, url: str = "https://93.184.216.34/hook", 
     from webhooks.services import webhook_create
 
     created = webhook_create(org=org, url=url, events=events or ["record.created"])
+    register_secret(created.secret)
     return created.endpoint, created.secret

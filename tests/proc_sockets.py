@@ -1,7 +1,15 @@
 """Which process holds which TCP connection, read from /proc (Linux): for tests and benches of servers."""
 
 import os
+import socket
 from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def child_pids(parent: int) -> list[int]:

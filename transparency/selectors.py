@@ -18,7 +18,7 @@ from transparency import merkle
 from transparency.entries import entry_bundle, entry_bytes
 from transparency.keys import log_signers
 from transparency.models import LogState, LogTile
-from transparency.tiles import ENTRIES, TILE_HEIGHT, TILE_WIDTH, TilePath, TileReader, tiles_needed
+from transparency.tiles import ENTRIES, TILE_HEIGHT, TILE_WIDTH, SubtreeCache, TilePath, TileReader, tiles_needed
 
 PENDING = {"status": "pending"}
 # A record's columns that its log entry is made of, in `entry_of`'s order.
@@ -29,6 +29,10 @@ _PATH_LEVELS = 8  # tile levels a leaf's path may cross: 256**8 leaves is beyond
 _TILES = connection.ops.quote_name(LogTile._meta.db_table)
 _STATE = connection.ops.quote_name(LogState._meta.db_table)
 _INDEX = connection.ops.quote_name("index")
+_RECORDS = connection.ops.quote_name(Record._meta.db_table)
+# A record's id in the tiles' bytes column (PostgreSQL's UNION wants one type; SQLite has none to match).
+_RECORD_ID_BYTES = "CAST(CAST(id AS TEXT) AS BYTEA)" if connection.vendor == "postgresql" else "id"
+_SUBTREES = SubtreeCache()  # the process's proofs share the hashing of the upper tiles' subtrees
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class LogSnapshot:
     tree_size: int
     checkpoint: str
     reader: TileReader
+    record_id: uuid.UUID | None = None  # the record at `record_at`, when asked for
 
 
 def record_logs(records: list[Record]) -> dict[uuid.UUID, dict]:
@@ -61,11 +66,10 @@ def inclusion_for_record(*, record_id: uuid.UUID) -> dict:
 
 def inclusion_for_index(*, index: int) -> dict:
     """Public: the inclusion proof of leaf `index` against the latest checkpoint. Raises NotFound."""
-    snapshot = _snapshot(_path_tiles(index))
+    snapshot = _snapshot(_path_tiles(index), record_at=index)
     if snapshot is None or index >= snapshot.tree_size:
         raise NotFound("No entry at this index yet.")
-    record_id = Record.objects.filter(log_index=index).values_list("id", flat=True).first()
-    return {"record_id": str(record_id), **_record_log(index, snapshot)}
+    return {"record_id": str(snapshot.record_id), **_record_log(index, snapshot)}
 
 
 def consistency_between(*, first: int, second: int | None) -> dict:
@@ -142,21 +146,33 @@ def _path_tiles(index: int) -> set[tuple[int, int]]:
     return {(level, index >> (TILE_HEIGHT * (level + 1))) for level in range(_PATH_LEVELS)}
 
 
-def _snapshot(wanted: set[tuple[int, int]]) -> LogSnapshot | None:
-    """The latest checkpoint with the right-edge tiles and `wanted`, in one statement; None before any."""
+def _snapshot(wanted: set[tuple[int, int]], record_at: int | None = None) -> LogSnapshot | None:
+    """The latest checkpoint with the right-edge tiles and `wanted` (and the id of the record at index
+    `record_at`), in one statement; None before any checkpoint."""
     pairs = sorted(wanted)
     condition = " OR ".join(["(level = %s AND " + _INDEX + " = %s)"] * len(pairs)) or "FALSE"
-    # Only quoted names are formatted in; values are parameters. The state row rides along as level -1.
+    # Only quoted names are formatted in; values are parameters. The state row rides along as level -1, the
+    # record's id (as text) as level -2.
     sql = (f"SELECT level, {_INDEX}, hashes FROM {_TILES} WHERE width < %s OR {condition} "  # noqa: S608
            f"UNION ALL SELECT -1, tree_size, checkpoint FROM {_STATE} WHERE id = %s")
+    params = [TILE_WIDTH, *(value for pair in pairs for value in pair), LogState.SINGLETON]
+    if record_at is not None:
+        sql += f" UNION ALL SELECT -2, log_index, {_RECORD_ID_BYTES} FROM {_RECORDS} WHERE log_index = %s"  # noqa: S608
+        params.append(record_at)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [TILE_WIDTH, *(value for pair in pairs for value in pair), LogState.SINGLETON])
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     tiles = {(level, index): bytes(hashes) for level, index, hashes in rows if level >= 0}
-    state = next(((size, bytes(note).decode()) for level, size, note in rows if level < 0), None)
+    state = next(((size, bytes(note).decode()) for level, size, note in rows if level == -1), None)
     if state is None or not state[1]:
         return None
-    return LogSnapshot(tree_size=state[0], checkpoint=state[1], reader=TileReader(tiles))
+    record_id = next((_uuid_of(value) for level, _, value in rows if level == -2), None)
+    return LogSnapshot(tree_size=state[0], checkpoint=state[1], reader=TileReader(tiles, _SUBTREES),
+                       record_id=record_id)
+
+
+def _uuid_of(value: str | bytes | memoryview) -> uuid.UUID:
+    return uuid.UUID(value if isinstance(value, str) else bytes(value).decode())  # SQLite: text; PostgreSQL: bytea
 
 
 def _state_row() -> tuple[int, str]:

@@ -85,8 +85,11 @@ def log_checkpoint_sign() -> LogState:
 
 
 def _locked_state() -> LogState:
-    LogState.objects.get_or_create(pk=LogState.SINGLETON)  # a flushed test database has no row
-    return LogState.objects.select_for_update().get(pk=LogState.SINGLETON)
+    state = LogState.objects.select_for_update().filter(pk=LogState.SINGLETON).first()
+    if state is None:  # a new (or flushed test) database has no row yet
+        LogState.objects.get_or_create(pk=LogState.SINGLETON)
+        state = LogState.objects.select_for_update().get(pk=LogState.SINGLETON)
+    return state
 
 
 def _append(state: LogState, pending: list[tuple]) -> tuple[int, bytes]:

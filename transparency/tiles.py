@@ -81,15 +81,45 @@ def tile_of_node(level: int, index: int) -> tuple[int, int]:
     return tile_level, (index << height_in_tile) >> TILE_HEIGHT
 
 
+class SubtreeCache:
+    """Roots of subtrees already hashed, keyed by the very hashes they cover: a pure function's results, so
+    an entry can never be stale (the same child hashes always have the same root, in any tree, of any log).
+
+    Only subtrees of tile levels 1 and up are kept: those tiles are few (a million leaves have 16 at level
+    1, whose subtrees all together take about 1 MB) and every proof crosses them, while a leaf tile (level
+    0) is one of thousands, rarely asked twice. Bounded by `max_bytes` of keys: past it, the oldest half
+    of the entries is dropped.
+    """
+
+    def __init__(self, max_bytes: int = 8 << 20):
+        self.max_bytes = max_bytes
+        self._roots: dict[bytes, bytes] = {}
+        self._bytes = 0
+
+    def get(self, covered: bytes) -> bytes | None:
+        return self._roots.get(covered)
+
+    def put(self, covered: bytes, root: bytes) -> None:
+        if self._bytes + len(covered) > self.max_bytes:
+            keys = list(self._roots)  # dicts keep insertion order: oldest first
+            for key in keys[: len(keys) // 2 + 1]:
+                if self._roots.pop(key, None) is not None:  # another thread may have dropped it first
+                    self._bytes -= len(key)
+        if covered not in self._roots:
+            self._bytes += len(covered)
+        self._roots[covered] = root
+
+
 class TileReader:
     """`node(level, index)` for merkle's proofs, computed from tiles {(level, index): concatenated hashes}.
 
     Raises MissingTile when a needed tile is absent or too narrow. Nodes are memoised: a proof asks for
-    overlapping subtrees of the same tiles.
+    overlapping subtrees of the same tiles; with a SubtreeCache, across readers too (a process's proofs).
     """
 
-    def __init__(self, tiles: dict[tuple[int, int], bytes]):
+    def __init__(self, tiles: dict[tuple[int, int], bytes], cache: SubtreeCache | None = None):
         self.tiles = tiles
+        self.cache = cache
         self._memo: dict[tuple[int, int], bytes] = {}
 
     def node(self, level: int, index: int) -> bytes:
@@ -107,10 +137,24 @@ class TileReader:
         start, end = offset * HASH_BYTES, (offset + (1 << height_in_tile)) * HASH_BYTES
         if len(data) < end:
             raise MissingTile(f"tile {tile_level}/{tile_index} does not hold hashes {offset}+{1 << height_in_tile}")
-        row = [data[i:i + HASH_BYTES] for i in range(start, end, HASH_BYTES)]
-        while len(row) > 1:
-            row = [sha256(b"\x01" + row[i] + row[i + 1]).digest() for i in range(0, len(row), 2)]
-        return row[0]
+        if height_in_tile == 0:
+            return data[start:end]
+        cache = self.cache if tile_level > 0 else None
+        covered = data[start:end]
+        root = cache.get(covered) if cache is not None else None
+        if root is None:
+            root = _subtree_root(covered)
+            if cache is not None:
+                cache.put(covered, root)
+        return root
+
+
+def _subtree_root(covered: bytes) -> bytes:
+    """The root of the complete subtree over `covered`, 2**h concatenated hashes (h >= 1)."""
+    row = [covered[i:i + HASH_BYTES] for i in range(0, len(covered), HASH_BYTES)]
+    while len(row) > 1:
+        row = [sha256(b"\x01" + row[i] + row[i + 1]).digest() for i in range(0, len(row), 2)]
+    return row[0]
 
 
 @dataclass(frozen=True)

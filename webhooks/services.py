@@ -12,8 +12,8 @@ from django.utils import timezone
 from accounts.models import Organization
 from audit.services import audit_write
 from config.errors import NotFound, ValidationFailed
-from config.keyring import webhook_secret_key
-from config.sealing import seal, unseal
+from config.keyring import webhook_secret_sealing_ring
+from config.sealing import seal, sealed_key_id, unseal
 from webhooks.events import EVENT_KINDS
 from webhooks.models import MAX_ENDPOINTS_PER_ORG, WebhookEndpoint
 from webhooks.targets import Target, TargetRefused, target_check
@@ -41,7 +41,7 @@ def webhook_create(*, org: Organization, url: str, events: list[str]) -> Created
             raise ValidationFailed(f"An organization may have at most {MAX_ENDPOINTS_PER_ORG} webhook endpoints.")
         endpoint_id = uuid.uuid4()
         endpoint = WebhookEndpoint.objects.create(id=endpoint_id, org=org, url=url, events=kinds,
-                                                  encrypted_secret=_seal(endpoint_id, secret))
+                                                  encrypted_secret=_seal(endpoint_id, secret.encode()))
         endpoints_snapshot_refresh(org.pk)
         audit_write(org=org, type="webhook.created",
                     metadata={"webhook_id": str(endpoint_id), "url": url, "events": kinds})
@@ -123,8 +123,31 @@ def endpoints_snapshot_refresh(org_id: uuid.UUID) -> None:
 
 def webhook_secret(endpoint: WebhookEndpoint | ActiveEndpoint) -> str:
     """The endpoint's signing secret, decrypted (for signing deliveries; never stored or logged)."""
-    return unseal(bytes(endpoint.encrypted_secret), webhook_secret_key(),
+    return unseal(bytes(endpoint.encrypted_secret), webhook_secret_sealing_ring().keys,
                   associated_data=_sealing_context(endpoint.id)).decode()
+
+
+def webhook_secret_reseal(*, endpoint_id: uuid.UUID) -> bool:
+    """Seal one endpoint's signing secret again under the newest KEY_ENCRYPTION_KEY id, and the
+    organization's snapshot of its active endpoints with it.
+
+    One short transaction: the organization's row, then the endpoint's (the order every endpoint change
+    takes). Returns False when there was nothing to do (already under the newest id, or no such
+    endpoint). Raises SealedBlobError (UnknownKeyId among them) when the blob does not unseal.
+    """
+    ring = webhook_secret_sealing_ring()
+    with transaction.atomic():
+        org_id = WebhookEndpoint.objects.filter(pk=endpoint_id).values_list("org_id", flat=True).first()
+        if org_id is None:
+            return False
+        org_row_lock(org_id)
+        endpoint = WebhookEndpoint.objects.select_for_update().filter(pk=endpoint_id).first()
+        if endpoint is None or sealed_key_id(endpoint.encrypted_secret) == ring.newest_id:
+            return False
+        secret = unseal(bytes(endpoint.encrypted_secret), ring.keys, associated_data=_sealing_context(endpoint.pk))
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(encrypted_secret=_seal(endpoint.pk, secret))
+        endpoints_snapshot_refresh(org_id)
+    return True
 
 
 def webhook_target(url: str) -> Target:
@@ -156,8 +179,9 @@ def _valid_events(events: list[str]) -> list[str]:
     return [kind for kind in EVENT_KINDS if kind in events]
 
 
-def _seal(endpoint_id: uuid.UUID, secret: str) -> bytes:
-    return seal(secret.encode(), webhook_secret_key(), associated_data=_sealing_context(endpoint_id))
+def _seal(endpoint_id: uuid.UUID, secret: bytes) -> bytes:
+    ring = webhook_secret_sealing_ring()
+    return seal(secret, ring.newest_key, key_id=ring.newest_id, associated_data=_sealing_context(endpoint_id))
 
 
 def _sealing_context(endpoint_id: uuid.UUID) -> bytes:

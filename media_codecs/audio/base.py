@@ -19,12 +19,13 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from media_codecs.audio import watermark
 from media_codecs.base import Codec, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_SECONDS = 20 * 60
 MAX_CHANNELS = 8
@@ -90,6 +91,8 @@ def check_samples(samples: np.ndarray, channels: int) -> np.ndarray:
 
     Raises ValueError for another shape, no frames, or values that are not finite.
     """
+    import numpy as np
+
     array = np.asarray(samples, dtype=np.float64)
     if array.ndim != 2 or array.shape[1] != channels or array.shape[0] == 0:
         raise ValueError(f"samples must be a (frames, {channels}) array with at least one frame")
@@ -141,6 +144,8 @@ class AudioCodec(Codec):
 
     def watermark_possible(self, content: bytes | Media) -> bool:
         """From the header: at least the mark's minimum length, at most MAX_MARKED_SAMPLES."""
+        from media_codecs.audio import watermark
+
         info = self.info(content)
         return (self.can_watermark and info.seconds >= watermark.MIN_EMBED_SECONDS
                 and info.frames * info.channels <= MAX_MARKED_SAMPLES)
@@ -152,6 +157,8 @@ class AudioCodec(Codec):
         Raises UnsupportedFormat for audio too short to carry the mark (see `watermark_possible`)
         or a layout the encoder cannot write, CorruptMedia, MediaTooLarge.
         """
+        from media_codecs.audio import watermark
+
         media = self.media(content)
         info = self.stream_info(media.container)
         if info.frames * info.channels > MAX_DECODED_SAMPLES:
@@ -165,6 +172,8 @@ class AudioCodec(Codec):
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         """The mark id read from at most READ_SECONDS from the middle (decoded once per file), or None."""
+        from media_codecs.audio import watermark
+
         samples, rate = self.middle(content)
         return watermark.extract(samples, rate)
 
@@ -182,6 +191,8 @@ class AudioCodec(Codec):
 
     def decode_window(self, media: Media, start: int, frames: int) -> np.ndarray:
         """`frames` frames from frame `start`: formats that can seek override this to decode only them."""
+        import numpy as np
+
         return np.array(self.decode(media)[start : start + frames])
 
     def info(self, content: bytes | Media) -> StreamInfo:

@@ -21,8 +21,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from media_codecs.audio import pcm
 from media_codecs.audio.base import (
@@ -35,6 +34,9 @@ from media_codecs.audio.base import (
 )
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAGIC = b"fLaC"
 STREAMINFO, PADDING, SEEKTABLE, VORBIS_COMMENT = 0, 1, 3, 4
@@ -290,6 +292,7 @@ class FlacCodec(AudioCodec):
 
 
 def _encode(blocks: Iterable[np.ndarray], info: StreamInfo) -> bytes:
+    import numpy as np
     import soundfile  # loaded on first use: a worker that never decodes audio does not carry it
 
     subtype = _ENCODER_SUBTYPES.get(info.bits_per_sample)

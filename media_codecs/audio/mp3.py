@@ -21,8 +21,7 @@ import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from media_codecs.audio import id3, mpeg
 from media_codecs.audio.base import (
@@ -37,6 +36,9 @@ from media_codecs.audio.base import (
 )
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Marking re-encodes: at or above this bitrate a channel the second encoding is near transparent, below it
 # the generation loss dominates (docs/decisions.md, "Audio watermark"); such MP3s carry the token alone.
@@ -218,6 +220,7 @@ def _encode(blocks: Iterable[np.ndarray], first: mpeg.FrameHeader, bitrate: int,
     """LAME through PyAV's MP3 muxer, which writes the Xing/LAME info frame (gapless playback); the
     blocks go to the encoder one frame each, as they come."""
     import av  # loaded on first use: a worker that never decodes audio does not carry it
+    import numpy as np
 
     layout = "mono" if first.channels == 1 else "stereo"
     time_base = Fraction(1, first.sample_rate)
@@ -276,7 +279,6 @@ def _crc16(data: bytes) -> int:
         for _ in range(8):
             crc = crc >> 1 ^ 0xA001 if crc & 1 else crc >> 1
     return crc
-
 
 
 def _decoder_input(media: Media) -> bytes:

@@ -20,13 +20,15 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from media_codecs.audio import pcm
 from media_codecs.audio.base import BLOCK_FRAMES, AudioCodec, StreamInfo, check_token
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TOKEN_CHUNK = b"svct"
 _LARGE_RIFF = (b"RF64", b"BW64")  # 64-bit sizes in a ds64 chunk: recognised, refused
@@ -157,6 +159,8 @@ def _sample_format(fmt: bytes) -> SampleFormat:
 
 def decode_pcm(payload: bytes | memoryview, sample_format: SampleFormat, frames: int) -> np.ndarray:
     """The first `frames` frames of a data chunk as float64 (frames, channels) in [-1, 1]."""
+    import numpy as np
+
     raw = np.frombuffer(payload, dtype=np.uint8, count=frames * sample_format.block_align)
     bits = sample_format.bits
     if sample_format.is_float:
@@ -174,6 +178,8 @@ def decode_pcm(payload: bytes | memoryview, sample_format: SampleFormat, frames:
 
 def encode_pcm(samples: np.ndarray, sample_format: SampleFormat) -> bytes:
     """Samples as the payload of a data chunk in `sample_format` (the inverse of decode_pcm)."""
+    import numpy as np
+
     bits = sample_format.bits
     if sample_format.is_float:
         return samples.astype("<f4" if bits == 32 else "<f8").tobytes()

@@ -10,14 +10,14 @@ of comments, Photoshop blocks, text chunks) never reaches Pillow's Python-level 
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, ClassVar
-
-from PIL import Image
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Codec, Media
 from media_codecs.errors import MediaTooLarge
 from media_codecs.image import pixels
-from media_codecs.image.phash import phash_hex
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 
 class ImageCodec(Codec):
@@ -104,6 +104,8 @@ class ImageCodec(Codec):
 
     def fingerprint(self, content: bytes | Media) -> str | None:
         """pHash of the decoded picture. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        from media_codecs.image.phash import phash_hex
+
         image = self.decoded(content)
         with pixels.decoder_errors():
             return phash_hex(image)

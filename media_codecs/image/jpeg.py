@@ -17,14 +17,16 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
-
-from PIL import Image, JpegImagePlugin
+from typing import TYPE_CHECKING
 
 from media_codecs import xmp
 from media_codecs.base import Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import pixels
 from media_codecs.image.base import ImageCodec
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 _SOI = b"\xff\xd8"
 _SOS, _EOI, _COM, _APP0, _APP1, _APP11, _APP14 = 0xDA, 0xD9, 0xFE, 0xE0, 0xE1, 0xEB, 0xEE
@@ -269,6 +271,8 @@ class JpegCodec(ImageCodec):
         `quality="keep"` would do this, but only for an image Pillow opened unmodified.
         Huffman tables are optimised so the re-encoded file stays near the input's size.
         """
+        from PIL import JpegImagePlugin
+
         options: dict[str, object] = {
             "qtables": original.quantization,
             "optimize": True,

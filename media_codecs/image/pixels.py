@@ -14,18 +14,20 @@ import struct
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import numpy as np
-from PIL import Image, UnidentifiedImageError
+from typing import TYPE_CHECKING
 
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL import Image
 
 # Decoding cost bound: the float32 working copies of a 50 MP image already take over 1 GB;
 # Pillow's own default (89 MP) is higher than a signing service needs.
 MAX_PIXELS = 50_000_000
 
 WATERMARK_MODES = ("RGB", "RGBA", "L", "LA")
-_BT601_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+_BT601_LUMA = (0.299, 0.587, 0.114)  # R, G, B weights, applied as float32 scalars
 
 # What Pillow's decoders raise on malformed input besides OSError (truncated data,
 # bad chunk lengths, impossible sizes); all of it means "corrupt" to our callers.
@@ -56,6 +58,8 @@ def decoder_errors() -> Iterator[None]:
     Raises MediaTooLarge for Pillow's decompression-bomb check, UnsupportedFormat for data
     Pillow does not recognise, CorruptMedia for everything a decoder raises on bad data.
     """
+    from PIL import Image, UnidentifiedImageError
+
     # Every codec checks MAX_PIXELS from its own header parse before Pillow sees the data,
     # and MAX_PIXELS is below Pillow's limits; this catches a lowered Image.MAX_IMAGE_PIXELS.
     try:
@@ -74,6 +78,8 @@ def open_image(data: bytes, expected_format: str) -> Image.Image:
     Raises UnsupportedFormat when Pillow reads another format than `expected_format`
     (Pillow's name, e.g. "JPEG"), MediaTooLarge, CorruptMedia.
     """
+    from PIL import Image
+
     with decoder_errors():
         image = Image.open(io.BytesIO(data), formats=[expected_format])
     check_pixel_count(*image.size)
@@ -100,6 +106,8 @@ def decode_with_opencv(data: bytes) -> Image.Image:
     returned image shares. Raises CorruptMedia when the data does not decode.
     """
     import cv2
+    import numpy as np
+    from PIL import Image
 
     try:
         array = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
@@ -122,17 +130,22 @@ def require_watermarkable_mode(image: Image.Image) -> None:
 
 def luminance(image: Image.Image) -> np.ndarray:
     """The BT.601 full-range luminance of an RGB(A) or L(A) image, float32 HxW in 0..255."""
+    import numpy as np
+
     return _luminance_of(np.asarray(image))
 
 
 def _luminance_of(pixels: np.ndarray) -> np.ndarray:
     # Summed channel by channel: a float32 copy of all three channels at once would take three
     # times the memory of the result. Two channels (LA) or one (L) are greyscale.
+    import numpy as np
+
     if pixels.ndim == 2 or pixels.shape[2] <= 2:
         return (pixels if pixels.ndim == 2 else pixels[..., 0]).astype(np.float32)
-    y = pixels[..., 0] * _BT601_LUMA[0]  # uint8 times a float32 scalar is float32
-    y += pixels[..., 1] * _BT601_LUMA[1]
-    y += pixels[..., 2] * _BT601_LUMA[2]
+    red, green, blue = (np.float32(weight) for weight in _BT601_LUMA)
+    y = pixels[..., 0] * red  # uint8 times a float32 scalar is float32
+    y += pixels[..., 1] * green
+    y += pixels[..., 2] * blue
     return y
 
 
@@ -144,6 +157,9 @@ def watermark_image(image: Image.Image, mark_id: int) -> Image.Image:
     the memory is the result plus one band. Raises UnsupportedFormat for an unsupported
     mode or an image the watermark cannot carry (too small).
     """
+    import numpy as np
+    from PIL import Image
+
     from media_codecs.image import watermark
 
     require_watermarkable_mode(image)
@@ -168,6 +184,8 @@ def watermark_image(image: Image.Image, mark_id: int) -> Image.Image:
 def _add_in_place(rows: np.ndarray, step: np.ndarray, colour_channels: int) -> None:
     # Integer pixels plus a rounded delta is the rounded sum; int16 arithmetic is about 5x cheaper
     # than float32 on a 12-megapixel image (0.1 s against 0.5 s here).
+    import numpy as np
+
     if rows.ndim == 2:
         rows[:] = np.clip(rows.astype(np.int16) + step, 0, 255)
         return
@@ -206,6 +224,8 @@ def _centre_crop(image: Image.Image, size: int) -> Image.Image:
 
 def _from_array(pixels: np.ndarray, mode: str) -> Image.Image:
     # Image.fromarray infers L, LA, RGB and RGBA from uint8 arrays of 1 to 4 channels.
+    from PIL import Image
+
     image = Image.fromarray(pixels)
     if image.mode != mode:
         image = image.convert(mode)

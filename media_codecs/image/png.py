@@ -15,14 +15,16 @@ from __future__ import annotations
 import io
 import zlib
 from dataclasses import dataclass
-
-from PIL import Image
+from typing import TYPE_CHECKING
 
 from media_codecs import xmp
 from media_codecs.base import Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import pixels
 from media_codecs.image.base import ImageCodec
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # XMP Specification Part 3, 1.1.5: iTXt, this keyword, and the packet as the text.

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-
-from PIL import Image
+from typing import TYPE_CHECKING
 
 from media_codecs import xmp
 from media_codecs.base import Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import pixels, vp8
 from media_codecs.image.base import ImageCodec
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 # VP8X flags byte (container spec, "Extended File Format"): Rsv Rsv I L E X A R.
 FLAG_ICC, FLAG_ALPHA, FLAG_EXIF, FLAG_XMP, FLAG_ANIMATION = 0x20, 0x10, 0x08, 0x04, 0x02

@@ -38,3 +38,55 @@ def test_the_wheel_carries_the_client_media_codecs_record_format_and_the_svc_com
     assert not any(name.startswith(("provenance/", "config/", "tests/")) for name in names)
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     assert "svc = svc_client.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+OFFLINE_SCRIPT = """
+import base64, sys, uuid
+from pathlib import Path
+import svc_client.cli
+from svc_client import PinnedKeys, SigningKey, content_hash, record_sign, verify_offline
+
+HEAVY = {"numpy", "PIL", "cv2", "lxml", "av", "soundfile", "scipy", "pypdf", "requests", "urllib3", "http"}
+
+def loaded(names):
+    return sorted(names & {module.split(".")[0] for module in sys.modules})
+
+plain, with_token = (Path(name).read_bytes() for name in sys.argv[1:3])
+key, generator_id = SigningKey.generate(), str(uuid.uuid4())
+draft = record_sign(key=key, generator_id=generator_id, model="m", data=plain)
+record = {"record_id": str(uuid.uuid4()), **draft.signed_payload, "signed_payload": draft.signed_payload,
+          "signature": base64.b64encode(draft.signature).decode(), "kid": key.kid}
+result = verify_offline(plain, record, PinnedKeys(generator_id=generator_id, keys={key.kid: key.public_key}))
+assert result.authentic, result.reason
+assert not loaded(HEAVY), loaded(HEAVY)
+codecs = sorted(name for name, module in sys.modules.items()
+                if name.startswith("media_codecs.") and hasattr(module, "CODEC"))
+assert codecs == ["media_codecs.image.jpeg"], codecs  # detection stopped at the JPEG signature
+print(draft.content_hash)
+# A server-signed JPEG carries its token in XMP: reading that packet takes lxml, and nothing else heavy.
+print(content_hash(with_token))
+assert loaded(HEAVY) == ["lxml"], loaded(HEAVY)
+"""
+
+
+def test_offline_verification_of_a_jpeg_loads_only_what_the_jpeg_needs(tmp_path):
+    """`svc verify --offline` stays well under its 300 ms because detection and hashing import what the
+    detected format needs: the JPEG codec alone, no numpy, Pillow or OpenCV, no HTTP stack, lxml only for
+    an XMP packet (bench/client_offline.py; docs/performance.md)."""
+    from media_codecs import get_codec
+    from record_format.hashing import content_hash_of_file
+    from tests.media import photo_bytes
+
+    plain = photo_bytes(fmt="jpeg")
+    with_token = get_codec("jpeg").embed_token(plain, "svc_token-in-xmp")
+    (tmp_path / "plain.jpg").write_bytes(plain)
+    (tmp_path / "token.jpg").write_bytes(with_token)
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    env["PYTHONPATH"] = f"{PROJECT}{os.pathsep}{PROJECT / 'client'}"
+    result = subprocess.run([sys.executable, "-c", OFFLINE_SCRIPT, str(tmp_path / "plain.jpg"),
+                             str(tmp_path / "token.jpg")], cwd=PROJECT, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    hashes = result.stdout.split()
+    assert hashes == [content_hash_of_file(plain), content_hash_of_file(with_token)]
+    assert hashes[0] == hashes[1]  # the token's XMP segment is outside the content hash

@@ -36,7 +36,7 @@ def test_a_dropped_connection_answers_503_then_the_next_request_reconnects(api_c
     lost = api_client.post("/v1/records", factories.record_body(generator=generator, seed=seed, content=b"lost"),
                            format="json")
     assert lost.status_code == 503
-    assert lost.json() == {"error": "service_unavailable", "message": lost.json()["message"]}
+    assert lost.json()["error"] == "service_unavailable" and lost.json()["message"]
     assert int(lost["Retry-After"]) > 0
 
     # What Django runs when a request ends (the test client skips it): a connection that saw an

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.log_scan import watch_file
+
 PROJECT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 30
 REQUEST_SECONDS = 30
@@ -41,6 +43,7 @@ def migrated_server(tmp_path, request):
     assert migrate.returncode == 0, migrate.stdout[-2000:] + migrate.stderr[-4000:]
     port = _free_port()
     log_path = tmp_path / "server.log"
+    watch_file(log_path)  # its lines join the session's secret scan
     log = log_path.open("w")
     server = subprocess.Popen([sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
                               cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=log,

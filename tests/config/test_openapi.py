@@ -26,8 +26,10 @@ def test_the_schema_describes_every_route_with_its_shapes(api_client):
     assert "requestBody" in register and "201" in register["responses"]
     components = schema["components"]["schemas"]
     assert {"org_name", "email", "password"} <= set(components["RegisterInputRequest"]["properties"])
-    assert schema["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
-    assert {"bearerAuth": []} in paths["/v1/auth/me"]["get"]["security"]
+    schemes = schema["components"]["securitySchemes"]
+    assert schemes["apiKey"]["scheme"] == schemes["sessionToken"]["scheme"] == "bearer"
+    assert (schemes["apiKey"]["bearerFormat"], schemes["sessionToken"]["bearerFormat"]) == ("svc_key", "JWT")
+    assert paths["/v1/auth/me"]["get"]["security"] == [{"sessionToken": []}]
 
 
 def test_the_interactive_docs_are_served_from_our_own_files(api_client):
@@ -100,3 +102,36 @@ def test_the_webhook_routes_are_described(api_client):
     assert set(paths["/v1/webhooks/{id}/deliveries/{delivery_id}/retry"]) == {"post"}
     entry = paths["/v1/webhooks/{id}/deliveries/{delivery_id}/retry"]["post"]["responses"]["200"]
     assert "application/json" in entry["content"]
+
+
+SESSION_ONLY = [("get", "/v1/auth/me"), ("post", "/v1/auth/logout"), ("post", "/v1/auth/2fa/setup"),
+                ("get", "/v1/api-keys"), ("delete", "/v1/api-keys/{id}"), ("get", "/v1/team/members"),
+                ("post", "/v1/team/invites"), ("delete", "/v1/team/members/{user_id}/api-keys/{key_id}")]
+EITHER = [("post", "/v1/sign"), ("post", "/v1/records"), ("get", "/v1/generators"), ("get", "/v1/audit"),
+          ("get", "/v1/webhooks"), ("post", "/v1/records/{record_id}/c2pa/embed"), ("get", "/v1/billing/usage")]
+
+
+def test_each_operation_names_the_credentials_it_accepts(api_client):
+    paths = api_client.get("/v1/openapi.json").json()["paths"]
+    for method, path in SESSION_ONLY:
+        assert paths[path][method]["security"] == [{"sessionToken": []}], (method, path)
+    for method, path in EITHER:
+        assert paths[path][method]["security"] == [{"apiKey": []}, {"sessionToken": []}], (method, path)
+    assert paths["/v1/verify"]["post"]["security"] == [{}]
+
+
+@pytest.mark.parametrize(("method", "path"), SESSION_ONLY[:4])
+def test_a_session_only_operation_refuses_an_api_key(key_client, org, method, path):
+    response = getattr(key_client(org), method)(path)
+    assert response.status_code in (401, 403) and response.json()["error"] in ("authentication_required", "forbidden")
+
+
+def test_signing_and_embedding_document_every_media_type_they_answer_with(api_client):
+    from media_codecs.registry import registered_codecs
+
+    paths = api_client.get("/v1/openapi.json").json()["paths"]
+    signed = paths["/v1/sign"]["post"]["responses"]["201"]["content"]
+    assert set(signed) == {codec.mime_type.split(";")[0] for codec in registered_codecs()}
+    assert all(body["schema"] == {"type": "string", "format": "binary"} for body in signed.values())
+    embedded = paths["/v1/records/{record_id}/c2pa/embed"]["post"]["responses"]["200"]["content"]
+    assert set(embedded) == {"image/jpeg", "image/png"}

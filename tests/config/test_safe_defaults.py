@@ -73,3 +73,24 @@ def test_with_debug_unset_errors_are_short_pages_without_technical_detail(tmp_pa
     assert pages["bad_host"][0] == 400 and pages["not_found"][0] == 404
     status, content_type, content = pages["bad_host_api"]
     assert (status, content_type, json.loads(content)["error"]) == (400, "application/json", "validation_error")
+
+
+@pytest.mark.parametrize("name, value, says", [
+    ("KEY_ENCRYPTION_KEY", "k2:a-new-key-encryption-secret,k2:an-old-key-encryption-secret", "'k2' is listed twice"),
+    ("KEY_ENCRYPTION_KEY", "k2:a-new-key-encryption-secret,,legacy:old", "entry 2 is empty"),
+    ("TOKEN_SIGNING_KEY", "t2:,t1:an-old-token-signing-secret", "(id 't2') has an empty secret"),
+    ("TOKEN_SIGNING_KEY", "not an id:an-old-token-signing-secret", "entry 1 has a malformed key id"),
+])
+def test_a_malformed_key_ring_stops_the_start_with_a_message_naming_it(tmp_path, name, value, says):
+    result = _run(_environment(tmp_path, **{**SECRETS, name: value}), "manage.py", "check")
+    assert result.returncode != 0
+    last = result.stderr.splitlines()[-1]
+    assert "ImproperlyConfigured" in last and name in last and says in last
+    assert "an-old-token-signing-secret" not in result.stderr and "a-new-key-encryption-secret" not in result.stderr
+
+
+def test_rings_with_ids_start_with_debug_off(tmp_path):
+    rings = {"KEY_ENCRYPTION_KEY": "k2:a-new-key-encryption-secret,legacy:a-production-key-encryption-key-0123456789",
+             "TOKEN_SIGNING_KEY": "t2:a-new-token-signing-secret,a-production-token-signing-key-0123456789"}
+    result = _run(_environment(tmp_path, **{**SECRETS, **rings}), "manage.py", "check")
+    assert result.returncode == 0, result.stderr

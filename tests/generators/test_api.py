@@ -3,7 +3,7 @@ import base64
 import pytest
 
 from audit.models import AuditEvent
-from config.keyring import key_encryption_key
+from config.keyring import private_key_sealing_ring
 from config.sealing import unseal
 from generators.models import Generator, GeneratorKey
 from generators.services import generator_signing_seed
@@ -43,7 +43,7 @@ def test_a_server_managed_private_key_is_sealed_at_rest(key_client, org):
     assert crypto.public_key_from_seed(seed) == bytes(stored.public_key)
     # The sealed blob is bound to its row: decrypting it as another generator's key fails.
     with pytest.raises(Exception):
-        unseal(sealed, key_encryption_key(), associated_data=b"generator-key:other:kid")
+        unseal(sealed, private_key_sealing_ring().keys, associated_data=b"generator-key:other:kid")
 
 
 def test_no_private_material_is_ever_returned(key_client, org):

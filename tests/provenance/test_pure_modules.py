@@ -19,6 +19,7 @@ PURE_MODULES = [
     "provenance.tokens",
     "config.sealing",
     "config.hkdf",
+    "config.secret_ring",
 ]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,8 @@ import uuid
 
 import pytest
 
-from provenance.tokens import InvalidToken, mint_token, parse_token
+from provenance import tokens
+from provenance.tokens import InvalidToken, key_tag, mint_token, parse_token
 
 KEY = b"k" * 32
 OLD_KEY = b"o" * 32
@@ -41,12 +42,57 @@ def test_token_is_deterministic_for_a_record_and_key() -> None:
     assert mint_token(RECORD_ID, KEY) != mint_token(RECORD_ID, OTHER_KEY)
 
 
+def _v1_token(record_id: uuid.UUID, key: bytes) -> str:
+    """A token exactly as releases before key rings minted it (version 1, no key tag)."""
+    header = b"\x01" + record_id.bytes
+    payload = header + hmac.new(key, header, hashlib.sha256).digest()[:16]
+    return "svc_" + base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
+
+
 def test_token_layout_matches_the_documented_bytes() -> None:
     token = mint_token(RECORD_ID, KEY)
     payload = base64.urlsafe_b64decode(token[4:] + "=" * (-len(token[4:]) % 4))
-    header = b"\x01" + RECORD_ID.bytes
-    assert len(token) == 48
+    tag = hmac.new(KEY, b"svc-token key tag", hashlib.sha256).digest()[:3]
+    header = b"\x02" + RECORD_ID.bytes + tag
+    assert len(token) == 52 and key_tag(KEY) == tag
     assert payload == header + hmac.new(KEY, header, hashlib.sha256).digest()[:16]
+
+
+def test_the_record_id_sits_where_clients_read_it_in_both_versions() -> None:
+    for token in (mint_token(RECORD_ID, KEY), _v1_token(RECORD_ID, KEY)):
+        raw = base64.urlsafe_b64decode(token[4:] + "=" * (-len(token[4:]) % 4))
+        assert uuid.UUID(bytes=raw[1:17]) == RECORD_ID
+
+
+def test_version_1_tokens_still_verify_under_any_key_of_the_ring() -> None:
+    old = _v1_token(RECORD_ID, OLD_KEY)
+    assert len(old) == 48
+    assert parse_token(old, [KEY, OLD_KEY]) == RECORD_ID
+    with pytest.raises(InvalidToken):
+        parse_token(old, [KEY])
+
+
+def test_a_version_2_token_is_checked_only_with_the_key_its_tag_names(monkeypatch) -> None:
+    token = mint_token(RECORD_ID, OLD_KEY)
+    macs: list[bytes] = []
+    real_mac = tokens._mac
+    monkeypatch.setattr(tokens, "_mac", lambda key, header: macs.append(key) or real_mac(key, header))
+    assert parse_token(token, [KEY, OTHER_KEY, OLD_KEY]) == RECORD_ID
+    assert macs == [OLD_KEY]  # no trial of the other keys
+
+
+def test_a_tag_of_no_configured_key_is_rejected() -> None:
+    token = mint_token(RECORD_ID, OLD_KEY)
+    with pytest.raises(InvalidToken):
+        parse_token(token, [KEY, OTHER_KEY])
+
+
+def test_a_tag_changed_to_another_configured_key_is_rejected() -> None:
+    payload = bytearray(base64.urlsafe_b64decode(mint_token(RECORD_ID, OLD_KEY)[4:]))
+    payload[17:20] = key_tag(KEY)  # claims KEY signed it; the MAC covers the tag and is OLD_KEY's
+    forged = "svc_" + base64.urlsafe_b64encode(bytes(payload)).rstrip(b"=").decode()
+    with pytest.raises(InvalidToken):
+        parse_token(forged, [KEY, OLD_KEY])
 
 
 def test_every_single_character_alteration_is_rejected() -> None:
@@ -85,8 +131,9 @@ def test_rotated_keys_accept_tokens_minted_with_any_listed_key() -> None:
         parse_token(old_token, [KEY])
 
 
-def test_unknown_version_is_rejected_even_with_a_valid_mac() -> None:
-    header = b"\x02" + RECORD_ID.bytes
+@pytest.mark.parametrize("version, tail", [(0x03, b""), (0x00, b""), (0x02, b""), (0x01, b"tag")])
+def test_unknown_version_or_a_length_of_another_version_is_rejected_even_with_a_valid_mac(version, tail) -> None:
+    header = bytes([version]) + RECORD_ID.bytes + tail
     payload = header + hmac.new(KEY, header, hashlib.sha256).digest()[:16]
     token = "svc_" + base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
     with pytest.raises(InvalidToken):
@@ -100,6 +147,8 @@ def test_unknown_version_is_rejected_even_with_a_valid_mac() -> None:
         "svc_",
         "svc_" + "A" * 44,
         "svc_" + "A" * 43,
+        "svc_" + "A" * 48,
+        "svc_" + "A" * 46,
         "svc_" + "A" * 200,
         "tok_" + "A" * 44,
         "SVC_" + "A" * 44,

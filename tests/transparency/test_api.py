@@ -76,6 +76,15 @@ def test_the_record_route_spends_one_query_on_its_log(api_client, log_of_600):
     assert len(log_queries) == 1
 
 
+def test_inclusion_by_index_spends_one_query(api_client, log_of_600):
+    api_client.get("/v1/log/inclusion?index=3")
+    with CaptureQueriesContext(connection) as queries:
+        body = api_client.get("/v1/log/inclusion?index=457").json()
+    assert body["record_id"] == str(log_of_600[457].pk) and body["index"] == 457
+    log_queries = [q for q in queries.captured_queries if "ratecounter" not in q["sql"]]  # the per-IP limit's
+    assert len(log_queries) == 1  # tiles, checkpoint and the record's id: one statement
+
+
 def test_inclusion_by_record_id_and_by_index_agree(api_client, log_of_600):
     by_id = api_client.get(f"/v1/log/inclusion?record_id={log_of_600[599].pk}").json()
     by_index = api_client.get("/v1/log/inclusion?index=599").json()

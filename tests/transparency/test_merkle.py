@@ -11,6 +11,7 @@ from transparency import merkle
 from transparency.tiles import (
     FULL_TILE_BYTES,
     MissingTile,
+    SubtreeCache,
     TilePath,
     TileReader,
     append_leaves,
@@ -87,6 +88,24 @@ def test_a_thousand_appends_in_random_batches_stay_consistent_through_tiles():
     old = rng.randrange(1, size)
     proof = merkle.consistency_proof(old, size, TileReader(tiles).node)
     assert rfc9162.verify_consistency(old, size, rfc9162.mth(leaves[:old]), previous_root, proof)
+
+
+def test_a_shared_subtree_cache_serves_two_different_trees_and_stays_bounded():
+    """The cache is keyed by the hashes a subtree covers, so two logs with different leaves at the same
+    positions (a test database flushed, say) never get each other's roots, and growth drops the oldest."""
+    rng = random.Random(5)
+    cache = SubtreeCache(max_bytes=2048)
+    trees = []
+    for start in (0, 50_000):
+        leaves = _leaves(2_000 + start // 50_000 * 333, start=start)
+        trees.append((leaves, append_leaves(0, {}, leaves).tiles))
+    for _ in range(60):
+        leaves, tiles = rng.choice(trees)
+        index, size = rng.randrange(len(leaves)), len(leaves)
+        proof = merkle.inclusion_proof(index, size, TileReader(tiles, cache).node)
+        assert proof == merkle.inclusion_proof(index, size, TileReader(tiles).node)
+        assert rfc9162.verify_inclusion(index, size, leaves[index], proof, rfc9162.mth(leaves))
+    assert 0 < sum(map(len, cache._roots)) <= 2048
 
 
 def test_tiles_hold_what_tlog_tiles_defines():

@@ -14,11 +14,18 @@ Design
   material with few strong cells), the mark is planned to the budget: cheap symbol copies are
   moved all the way, dear ones part of the way (distortion compensation), measured and planned
   again until it fits. The reader tries every step; the pilot picks it.
+* A second carrier, the broadband energy envelope (``envelope.py``): the whole signal is scaled by a
+  gain per 32-ms slot so that the log-energy difference of consecutive slots of the channel mix, at
+  the recording's own rate, sits on its bit's lattice. It goes wherever the signal's energy is (a
+  sweep or tone above the cells' band), and takes a share of the SNR budget only when much of the
+  energy lies outside the cells' band (``envelope.share_for``): speech and most music leave it all to
+  the cells. The cells are planned on the mix as the envelope scales it, within what it left.
 * The layout repeats every ``PERIOD_SLOTS`` slots (8.4 s): any 8.5 s of the recording hold every
   symbol once. Reading (``reading.py``) searches the sync with the pilot, at the original speed
   and then over a +-2.5% grid, reads at most three windows of 25.6 s, and accepts an id only if
   the pilot is significant, the CRC matches and the soft values agree with the codeword:
-  otherwise ``None``, never a wrong id.
+  otherwise ``None``, never a wrong id. Between the two, the envelope is read (same acceptance).
+  Marks made before the envelope existed read as before: the cells are unchanged.
 
 Minimum length: ``embed`` needs ``MIN_EMBED_SECONDS`` (9 s); ``extract`` returns None on less
 than one period of audio.
@@ -33,7 +40,7 @@ import numpy as np
 
 from media_codecs import ecc
 from media_codecs.audio import spectrum as sp
-from media_codecs.audio.watermark import reading
+from media_codecs.audio.watermark import envelope, reading
 from media_codecs.audio.watermark.embedding import CELL_ENERGY_PER_SAMPLE_ENERGY, mark_signal
 from media_codecs.audio.watermark.layout import STEPS, layout
 from media_codecs.ecc import MARK_BITS
@@ -42,6 +49,8 @@ MIN_EMBED_SECONDS = 9.0
 MAX_CHANNELS = 8
 MIN_RATE, MAX_RATE = 8000, 192000
 _TARGET_SNR_DB = 35.3  # the mark is scaled down if it would exceed signal / 10^(35.3/10)
+_TARGET_BUDGET = 10 ** (-_TARGET_SNR_DB / 10)
+ENVELOPE_STEPS = envelope.steps(_TARGET_BUDGET)
 _BUDGET_ROUNDS = 3  # plans of the mark to a budget, each corrected by the last one's measure
 
 
@@ -76,44 +85,66 @@ class Mark:
     signal: np.ndarray  # at sp.RATE (float32: 4 bytes a sample, whatever the recording's rate)
     sample_rate: int
     frames: int
+    envelope: envelope.Envelope  # the broadband carrier's gain per 32-ms slot
 
     def add_to(self, blocks: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
-        """Each (frames, channels) float block of the recording, in order, with the mark added to every
-        channel and clipped to [-1, 1] in place."""
+        """Each (frames, channels) float block of the recording, in order, scaled by the envelope's
+        gain, with the cell mark added to every channel and clipped to [-1, 1] in place."""
         tape = _Tape(sp.resample_blocks(_array_blocks(self.signal), sp.RATE, self.sample_rate))
+        at = 0
         for block in blocks:
+            if len(self.envelope.log_gain):
+                block *= self.envelope.gain(at, len(block), self.sample_rate)[:, None]
             block += tape.take(len(block))[:, None]
+            at += len(block)
             yield np.clip(block, -1.0, 1.0, out=block)
 
 
 def plan(blocks: Iterable[np.ndarray], sample_rate: int, mark_id: int) -> Mark:
     """The mark for the recording read as (frames, channels) float ``blocks`` in [-1, 1], in order.
 
-    Only the 8 kHz channel mix is kept, never the full-rate samples: one pass over the blocks.
+    Only the 8 kHz channel mix and the mix's energy every 4 ms are kept, never the full-rate samples:
+    one pass over the blocks. The envelope is planned first; the cells are planned on the 8 kHz mix
+    as the envelope scales it, within what the envelope left of the SNR budget.
     Raises AudioTooShort under ``MIN_EMBED_SECONDS``, WatermarkError for a bad shape, rate or id.
     """
     if not MIN_RATE <= sample_rate <= MAX_RATE:
         raise WatermarkError(f"sample rate {sample_rate} outside {MIN_RATE}..{MAX_RATE} Hz")
     if not 0 <= mark_id < 1 << MARK_BITS:
         raise WatermarkError("mark_id must be an unsigned 64-bit integer")
-    summary = _Summary()
+    summary = _Summary(envelope.EnergyGrid(sample_rate))
     analysis = np.concatenate([np.zeros(0, dtype=np.float32), *(
         piece.astype(np.float32) for piece in sp.resample_blocks(map(summary.add, blocks), sample_rate, sp.RATE))])
     if summary.frames < MIN_EMBED_SECONDS * sample_rate:
         raise AudioTooShort(f"need at least {MIN_EMBED_SECONDS} s of audio, got {summary.frames / sample_rate:.2f} s")
     bits = np.concatenate([layout().pilot, ecc.conv_encode(ecc.payload_bits(mark_id))])
-    return Mark(_fitted_mark(analysis, bits, summary, sample_rate), sample_rate, summary.frames)
+    gains = envelope.plan(summary.grid, bits, _envelope_step(analysis, summary, sample_rate))
+    for start in range(0, len(analysis) if len(gains.log_gain) else 0, 1 << 16):  # the cells see it scaled
+        piece = analysis[start : start + (1 << 16)]
+        piece *= gains.gain(start, len(piece), sp.RATE).astype(np.float32)
+    return Mark(_fitted_mark(analysis, bits, summary, sample_rate, gains.energy), sample_rate, summary.frames, gains)
 
 
-def _fitted_mark(analysis: np.ndarray, bits: np.ndarray, summary: _Summary, sample_rate: int) -> np.ndarray:
+def _envelope_step(analysis: np.ndarray, summary: _Summary, sample_rate: int) -> float:
+    """The envelope's lattice step (0: none) from the share of the mix's energy the cells' band misses."""
+    mix_energy = summary.grid.total
+    in_band = sp.band_power_blocks(analysis).sum() / CELL_ENERGY_PER_SAMPLE_ENERGY * sample_rate / sp.RATE
+    share = envelope.share_for(1.0 - in_band / (mix_energy + 1e-30))
+    return float(np.sqrt(48 * share * _TARGET_BUDGET)) if share else 0.0
+
+
+def _fitted_mark(analysis: np.ndarray, bits: np.ndarray, summary: _Summary, sample_rate: int,
+                 spent_already: float) -> np.ndarray:
     """The 8 kHz mark of the largest step that fits the SNR budget. When the smallest step does not fit
     either (tonal material with few strong cells), the mark is planned to the budget (see
     `embedding.mark_signal`), measured, and planned again with the budget corrected by what the
     estimate missed; what still overshoots is scaled down."""
     power = summary.energy / (summary.frames * summary.channels)
+    # what the envelope spent is not the cells' to spend (it keeps at least a quarter of the budget)
+    left = max(_snr_budget(summary) - spent_already, 0.25 * _snr_budget(summary))
 
     def spent(signal: np.ndarray) -> float:
-        return _full_rate_energy(signal, sample_rate, summary.frames) / (_snr_budget(summary) + 1e-20)
+        return _full_rate_energy(signal, sample_rate, summary.frames) / (left + 1e-20)
 
     for step in STEPS:
         signal = None  # the previous step's mark is not kept beside the next one
@@ -122,7 +153,7 @@ def _fitted_mark(analysis: np.ndarray, bits: np.ndarray, summary: _Summary, samp
         # the energy falls at most as the step squared: stop trying when even that cannot fit
         if ratio <= 1.0 or ratio * (STEPS[-1] / step) ** 2 > 1.0:
             break
-    budget = _snr_budget(summary) * sp.RATE / sample_rate * CELL_ENERGY_PER_SAMPLE_ENERGY
+    budget = left * sp.RATE / sample_rate * CELL_ENERGY_PER_SAMPLE_ENERGY
     for _ in range(_BUDGET_ROUNDS if ratio > 1.0 else 0):
         signal = None
         signal = mark_signal(analysis, bits, STEPS[-1], power, budget)
@@ -137,10 +168,10 @@ def _fitted_mark(analysis: np.ndarray, bits: np.ndarray, summary: _Summary, samp
 
 class _Summary:
     """What the embedder needs from the full-rate samples as they stream past: their energy, their
-    length, and the channel mix (returned for each block, checked)."""
+    length, the envelope's energy grid, and the channel mix (returned for each block, checked)."""
 
-    def __init__(self) -> None:
-        self.frames, self.channels, self.energy = 0, 0, 0.0
+    def __init__(self, grid: envelope.EnergyGrid) -> None:
+        self.frames, self.channels, self.energy, self.grid = 0, 0, 0.0, grid
 
     def add(self, block: np.ndarray) -> np.ndarray:
         if block.ndim != 2 or not 1 <= block.shape[1] <= MAX_CHANNELS or block.shape[1] != (
@@ -150,7 +181,9 @@ class _Summary:
             raise WatermarkError("samples must be finite")
         self.frames, self.channels = self.frames + len(block), block.shape[1]
         self.energy += float(np.sum(np.square(block, dtype=np.float64)))
-        return sp.mono_mix(block)
+        mix = sp.mono_mix(block)
+        self.grid.add(block, mix)
+        return mix
 
 
 class _Tape:
@@ -197,7 +230,7 @@ def _validated(samples: np.ndarray, sample_rate: int) -> np.ndarray:
 
 def _snr_budget(summary: _Summary) -> float:
     """The largest energy of the mark (one channel, at the recording's rate) within ``_TARGET_SNR_DB``."""
-    return summary.energy / summary.channels / 10 ** (_TARGET_SNR_DB / 10)
+    return summary.energy / summary.channels * _TARGET_BUDGET
 
 
 # ---------------------------------------------------------------- reading
@@ -213,4 +246,10 @@ def extract(samples: np.ndarray, sample_rate: int) -> int | None:
         x = _validated(samples, sample_rate)
     except WatermarkError:
         return None
-    return reading.read(sp.resample(sp.mono_mix(x), sample_rate, sp.RATE))
+    mix = sp.mono_mix(x)
+    analysis = sp.resample(mix, sample_rate, sp.RATE)
+    # the cells at the recording's speed, then the envelope, then the cells' speed search
+    found = reading.read(analysis, search_speed=False)
+    if found is None:
+        found = envelope.read(mix, sample_rate, ENVELOPE_STEPS)
+    return found if found is not None else reading.read(analysis, search_speed=True)

@@ -31,12 +31,13 @@ _MIN_PILOT_Z = 5.0  # pilot score in standard deviations; unmarked audio stays u
 _MIN_CODEWORD_AGREEMENT = 0.65
 
 
-def read(analysis: np.ndarray) -> int | None:
-    """The id carried by the 8 kHz channel mix ``analysis``, or None (see the module docstring)."""
+def read(analysis: np.ndarray, search_speed: bool) -> int | None:
+    """The id carried by the 8 kHz channel mix ``analysis``, or None (see the module docstring): at
+    the recording's speed, or (``search_speed``) over the speed grid."""
     if len(analysis) < (PERIOD_SLOTS + 1) * sp.SLOT:
         return None
     for window in _read_windows(analysis):
-        mark_id = _read_window(window)
+        mark_id = _read_speeds(window) if search_speed else _read_window(window)
         if mark_id is not None:
             return mark_id
     return None
@@ -55,13 +56,17 @@ def _read_windows(x: np.ndarray) -> list[np.ndarray]:
 
 
 def _read_window(x: np.ndarray) -> int | None:
-    """Read at the original speed (as is, then with the noise floor taken out), then at the
-    speeds whose pilot peaks best."""
+    """Read at the original speed: as is, then with the noise floor taken out."""
     power = _power(x)
     for denoise in (False, True):
         mark_id, _ = _read_cells(_cells(power, denoise))
         if mark_id is not None:
             return mark_id
+    return None
+
+
+def _read_speeds(x: np.ndarray) -> int | None:
+    """Read at the speeds whose pilot peaks best."""
     scored = []
     for speed in _SPEEDS:
         cells = _cells(_power(sp.resample(x, 1.0, speed)))

@@ -9,12 +9,13 @@ can claim gigabytes.
 from __future__ import annotations
 
 import zlib
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.text.pdf.syntax import Dictionary, Name
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _FLATE = {"FlateDecode", "Fl"}
 _PNG_PREDICTORS = range(10, 16)  # 7.4.4.4, Table 10: 10-15 are the PNG filters, chosen per row
@@ -65,6 +66,8 @@ def _filter_chain(dictionary: Dictionary) -> tuple[list[str], list[Any]]:
 
 
 def _undo_predictor(data: bytes, options: Any) -> bytes:
+    import numpy as np
+
     predictor = options.get("Predictor", 1) if isinstance(options, Dictionary) else 1
     if predictor == 1:
         return data
@@ -91,6 +94,8 @@ def _row_layout(options: Dictionary) -> tuple[int, int]:
 
 def _undo_up(kinds: np.ndarray, body: np.ndarray) -> np.ndarray:
     """Rows filtered None (0) or Up (2): a running sum down each column, restarted at every None row."""
+    import numpy as np
+
     if not len(body):
         return body
     sums = np.cumsum(body, axis=0, dtype=np.uint8)

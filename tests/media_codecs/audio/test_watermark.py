@@ -13,12 +13,16 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter, resample_poly
 
+from media_codecs.audio import spectrum
 from media_codecs.audio.watermark import (
+    ENVELOPE_STEPS,
     MIN_EMBED_SECONDS,
     AudioTooShort,
     WatermarkError,
     embed,
+    envelope,
     extract,
+    reading,
 )
 
 MARK = 0x0123_4567_89AB_CDEF
@@ -236,6 +240,64 @@ def test_unmarked_audio_never_yields_an_id() -> None:
                  resample(speech_like(12, seed=23), 1 / 1.02)]
     for samples in unmarked:
         assert extract(samples, RATE) is None
+
+
+def sweep_over_pink_noise(seconds: float, seed: int = 4) -> np.ndarray:
+    """A linear 40 Hz-16 kHz sine sweep over pink noise 39 dB under it (as the bench's sox sweep): from
+    about a fifth of the way on, all its energy is above the cells' 0.3-3.4 kHz band."""
+    t = np.arange(int(seconds * RATE)) / RATE
+    sweep = 0.5 * np.sin(2 * np.pi * (40 * t + (16000 - 40) * t**2 / (2 * seconds)))
+    spectrum_ = np.fft.rfft(np.random.default_rng(seed).standard_normal(len(t)))
+    spectrum_[1:] /= np.sqrt(np.arange(1, len(spectrum_)))
+    pink = np.fft.irfft(spectrum_, len(t))
+    pink *= np.sqrt(np.mean(sweep**2) / np.mean(pink**2)) * 10 ** (-39 / 20)
+    return stereo(sweep + pink)
+
+
+@pytest.mark.parametrize(("snr", "seed"), [(30, 11), (20, 12)])
+def test_band_poor_sweep_survives_white_noise_through_the_envelope(snr: float, seed: int) -> None:
+    original = sweep_over_pink_noise(24)
+    marked = embed(original, RATE, MARK)
+    assert snr_db(original, marked) >= 35.0
+    noisy = add_noise(marked, snr, seed)
+    assert extract(noisy, RATE) == MARK
+    # it is the envelope that reads it: the cells hold only the pink noise the added noise covers
+    mix = spectrum.mono_mix(noisy)
+    assert envelope.read(mix, RATE, ENVELOPE_STEPS) == MARK
+    assert reading.read(spectrum.resample(mix, RATE, spectrum.RATE), search_speed=False) is None
+
+
+def test_envelope_is_read_after_gain_and_within_the_readers_30_s() -> None:
+    original = sweep_over_pink_noise(40)
+    marked = embed(original, RATE, 0xFFFF_0000_FFFF_0001)
+    mix = spectrum.mono_mix(add_noise(marked * 0.5, 20))
+    assert envelope.read(mix, RATE, ENVELOPE_STEPS) == 0xFFFF_0000_FFFF_0001
+    # one period and a bit (10.6 s) from anywhere is enough
+    assert envelope.read(mix[13 * RATE : 25 * RATE], RATE, ENVELOPE_STEPS) == 0xFFFF_0000_FFFF_0001
+
+
+def test_both_carriers_together_keep_35_db_on_speech_and_the_sweep() -> None:
+    for original in (stereo(speech_like(24, seed=5)), sweep_over_pink_noise(24)):
+        marked = embed(original, RATE, MARK)
+        assert 35.0 <= snr_db(original, marked) <= 37.5
+
+
+def test_envelope_never_reads_an_id_from_unmarked_audio() -> None:
+    rng = np.random.default_rng(2)
+    unmarked = [sweep_over_pink_noise(24, seed=8), add_noise(sweep_over_pink_noise(24, seed=9), 20),
+                0.2 * rng.standard_normal((24 * RATE, 2)), stereo(music_like(24)), speech_like(24, seed=31),
+                add_noise(stereo(music_like(24)), 20), np.zeros(24 * RATE)]
+    for samples in unmarked:
+        assert envelope.read(spectrum.mono_mix(samples), RATE, ENVELOPE_STEPS) is None
+        assert extract(samples, RATE) is None
+    # a mark of another id is never read as this one, nor as a wrong id
+    other = embed(sweep_over_pink_noise(24, seed=10), RATE, 0x0BAD_0BAD_0BAD_0BAD)
+    assert envelope.read(spectrum.mono_mix(add_noise(other, 20)), RATE, ENVELOPE_STEPS) in (None, 0x0BAD_0BAD_0BAD_0BAD)
+
+
+def test_envelope_is_too_short_under_one_period() -> None:
+    marked = embed(sweep_over_pink_noise(24), RATE, MARK)
+    assert envelope.read(spectrum.mono_mix(marked[: int(envelope.PERIOD_SECONDS * RATE)]), RATE, ENVELOPE_STEPS) is None
 
 
 def test_too_short_audio_is_refused_and_reads_as_nothing() -> None:

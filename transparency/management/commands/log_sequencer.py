@@ -10,6 +10,7 @@ import contextlib
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
+from django.db import connection
 
 from transparency.services import BATCH_SIZE, log_sequence, log_sequencer_run
 
@@ -27,5 +28,14 @@ class Command(BaseCommand):
         if once:
             self.stdout.write(f"Integrated {log_sequence(limit=max(1, batch_size))} records.")
             return
+        _name_connection()
         with contextlib.suppress(KeyboardInterrupt):  # a batch in flight rolls back; its records stay pending
             log_sequencer_run(interval=interval or settings.LOG_SEQUENCER_INTERVAL, limit=max(1, batch_size))
+
+
+def _name_connection() -> None:
+    """Label the connection `log_sequencer` in pg_stat_activity: operators (and bench/transparency_log.py,
+    which measures the CPU of its PostgreSQL backend) can tell it from the web workers'."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET application_name TO 'log_sequencer'")

@@ -1,0 +1,122 @@
+"""The proxy in front of the app (deploy/nginx.compose.conf, the same limits as deploy/nginx.conf) run by a real
+nginx: every route that takes an upload lets the app's limit through, and everything else stops at 1 MB with the
+API's error envelope. Skipped where nginx is not installed (`apt-get install nginx-light`)."""
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.proc_sockets import free_port
+
+PROJECT = Path(__file__).resolve().parents[2]
+NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
+RECORD = "0b8e1c4e-6a3c-4f5e-9a53-2f6f1c9d2b7a"
+# Every route whose app limit is over nginx's 1 MB default, with that limit (config/uploads.py, the views).
+UPLOAD_ROUTES = ["/v1/sign", "/v1/verify", f"/v1/records/{RECORD}/c2pa/embed", "/v1/c2pa/matches/byContent",
+                 "/dashboard/sign", "/verify", "/v1/verify/batch", "/v1/records/batch"]
+LIMITS_MB = {"/v1/verify/batch": 36, "/v1/records/batch": 10}
+
+
+def _locations(name: str) -> list[tuple[str, str]]:
+    text = (PROJECT / "deploy" / name).read_text()
+    return re.findall(r'location ((?:"[^"]*"|[^{"])+?) \{\s*client_max_body_size (\w+);', text)
+
+
+def test_both_proxy_configs_give_the_same_routes_the_same_limits():
+    assert _locations("nginx.compose.conf") == _locations("nginx.conf")
+    assert len(_locations("nginx.conf")) == len(UPLOAD_ROUTES)
+
+
+class _Upstream(BaseHTTPRequestHandler):
+    def do_POST(self):
+        received = len(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        body = json.dumps({"received": received, "path": self.path}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    if NGINX is None:
+        pytest.skip("nginx is not installed")
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    prefix = tmp_path_factory.mktemp("nginx")
+    port = free_port()
+    site = (PROJECT / "deploy" / "nginx.compose.conf").read_text()
+    site = site.replace("server web:8000;", f"server 127.0.0.1:{upstream.server_port};")
+    site = site.replace("listen 80;", f"listen 127.0.0.1:{port};").replace("listen [::]:80;", "")
+    (prefix / "site.conf").write_text(site)
+    (prefix / "nginx.conf").write_text(
+        f"daemon off; worker_processes 1; pid {prefix}/nginx.pid; error_log {prefix}/error.log;\n"
+        "events { worker_connections 64; }\n"
+        f"http {{ access_log off; include {prefix}/site.conf; }}\n")
+    process = subprocess.Popen([NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"nginx did not start: {process.stderr.read().decode()}")
+            time.sleep(0.05)
+    yield port
+    process.terminate()
+    process.wait(timeout=10)
+    upstream.shutdown()
+
+
+def _post(port: int, path: str, *, declared: int, body: bytes = b"") -> tuple[int, bytes]:
+    """POST with a declared Content-Length (nginx refuses an over-limit one before reading the body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {declared}\r\n"
+                     "Content-Type: application/octet-stream\r\nConnection: close\r\n\r\n".encode() + body)
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except ConnectionResetError:  # nginx resets a connection whose declared body it refused, after answering
+            pass
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), payload
+
+
+@pytest.mark.parametrize("path", UPLOAD_ROUTES)
+def test_an_upload_route_passes_a_body_over_1_mb_to_the_app(proxy, path):
+    body = b"\0" * (2 * 1024 * 1024)
+    status, payload = _post(proxy, path, declared=len(body), body=body)
+    assert status == 200
+    assert json.loads(payload) == {"received": len(body), "path": path}
+
+
+@pytest.mark.parametrize("path", UPLOAD_ROUTES)
+def test_an_upload_route_refuses_more_than_the_app_allows_with_the_envelope(proxy, path):
+    limit_mb = LIMITS_MB.get(path, 50)
+    status, payload = _post(proxy, path, declared=(limit_mb + 2) * 1024 * 1024)
+    assert status == 413
+    assert json.loads(payload)["error"] == "payload_too_large"
+
+
+@pytest.mark.parametrize("path", ["/v1/records", "/v1/auth/login", f"/v1/records/{RECORD}/c2pa",
+                                  "/dashboard/sign/x", "/v1/sign/"])
+def test_every_other_route_stops_at_1_mb(proxy, path):
+    status, payload = _post(proxy, path, declared=2 * 1024 * 1024)
+    assert status == 413
+    assert json.loads(payload)["error"] == "payload_too_large"
