@@ -65,7 +65,7 @@ def server(tmp_path_factory):
     with log.open("wb") as out:
         process = subprocess.Popen(
             [str(GUNICORN), "config.wsgi:application", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
-             "--workers", "1", "--graceful-timeout", "2", "--no-control-socket"],
+             "--workers", "1", "--graceful-timeout", "2", "--log-level", "info", "--no-control-socket"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60
     while "Worker ready" not in log.read_text(errors="replace"):
