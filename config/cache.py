@@ -7,9 +7,13 @@ own key function, so prefixes and versions match what `cache.get`/`cache.set` us
 """
 
 import functools
+import logging
+import time
 
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
+
+logger = logging.getLogger(__name__)
 
 
 def redis_client():
@@ -29,3 +33,25 @@ def _client_for(backend: RedisCache):
 
 def cache_key(key: str) -> str:
     return caches["default"].make_and_validate_key(key)
+
+
+# --- when Redis is unreachable -------------------------------------------------------------------
+# After a failure, hot-path readers skip Redis for a few seconds (each process on its own) and use
+# their database fallback, so a Redis that hangs costs one request its socket timeout, not every
+# request. Which direction each user fails in: docs/decisions.md, "Faults: Redis".
+REDIS_RETRY_SECONDS = 5.0
+_skip_until = 0.0
+
+
+def redis_skipped() -> bool:
+    """Whether a recent failure says to leave Redis alone for now."""
+    return time.monotonic() < _skip_until
+
+
+def redis_failed(what: str, exc: Exception) -> None:
+    """Note a Redis failure: log it (once per pause, not once per request) and pause Redis use."""
+    global _skip_until
+    if not redis_skipped():
+        logger.warning("Redis unreachable (%s: %s); %s; retrying in %.0f s", type(exc).__name__, exc, what,
+                       REDIS_RETRY_SECONDS)
+    _skip_until = time.monotonic() + REDIS_RETRY_SECONDS

@@ -5,6 +5,7 @@ translates those and DRF's/Django's own exceptions. Tests assert on `error`, nev
 """
 
 import logging
+import sys
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
@@ -147,6 +148,34 @@ class KeyUnavailable(ApiError):
     message = "The service cannot use this generator's private key right now; the operator has been alerted."
 
 
+class ServiceUnavailable(ApiError):
+    """A backing service (PostgreSQL, Redis) is unreachable: nothing was done; the client may retry."""
+
+    status_code, code, message = 503, "service_unavailable", "The service is briefly unavailable; try again."
+
+
+# Seconds a client should wait before retrying a 503: a restarting PostgreSQL takes a few.
+RETRY_AFTER_UNAVAILABLE = 5
+
+
+def backend_unavailable(exc: BaseException | None) -> ServiceUnavailable | None:
+    """The 503 for a lost database or Redis connection (`exc` from the driver), else None.
+
+    Django wraps the driver's errors: OperationalError (connection refused, server terminated the
+    connection, deadlock or serialization failure) and InterfaceError (a connection already closed).
+    Every one is worth retrying and none is the client's fault.
+    """
+    from django.db import InterfaceError, OperationalError
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    if not isinstance(exc, OperationalError | InterfaceError | RedisConnectionError | RedisTimeoutError):
+        return None
+    # The driver's message names host and port, never a password; no traceback (a restart logs hundreds).
+    logger.warning("Backing service unavailable: %s: %s", type(exc).__name__, str(exc).strip()[:300])
+    return ServiceUnavailable(headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)})
+
+
 class TokenInvalid(ValidationFailed):
     """A single-use email token (verification, password reset) that is unknown, expired or used."""
 
@@ -188,6 +217,8 @@ def _translate(exc: Exception) -> ApiError | None:
         return NotFound()
     if isinstance(exc, PermissionDenied | drf.PermissionDenied):
         return Forbidden()
+    if unavailable := backend_unavailable(exc):
+        return unavailable
     if isinstance(exc, drf.APIException):
         error = ApiError(str(exc.detail))
         error.status_code, error.code = exc.status_code, exc.default_code
@@ -238,6 +269,13 @@ def handler404(request, exception=None):
 
 def handler500(request):
     if _is_api(request):
+        # Django calls this inside its `except` block: a lost database or Redis outside a DRF view
+        # (middleware, the URL resolver) is still a 503.
+        if unavailable := backend_unavailable(sys.exc_info()[1]):
+            response = json_error(unavailable.status_code, unavailable.code, unavailable.message)
+            for name, value in unavailable.headers.items():
+                response[name] = value
+            return response
         return json_error(500, "internal_error", "Internal server error.")
     return defaults.server_error(request)
 

@@ -1,5 +1,8 @@
 """Fixed-window request counters shared by every process: Redis when configured, else the database.
 
+When Redis is configured but unreachable, counting falls back to the database (logged), so the
+limits keep holding through a Redis outage (docs/decisions.md, "Faults: Redis").
+
 One counter per (subject, window). Both backends count with one atomic round trip, so concurrent
 requests can never both read the same count: with Redis an INCRBY pipelined with its expiry; without
 it one `INSERT ... ON CONFLICT DO UPDATE ... RETURNING` on `RateCounter` (PostgreSQL, and SQLite
@@ -12,8 +15,9 @@ import time
 from dataclasses import dataclass
 
 from django.db import connection
+from redis.exceptions import RedisError
 
-from config.cache import cache_key, redis_client
+from config.cache import cache_key, redis_client, redis_failed, redis_skipped
 from config.models import RateCounter
 
 WINDOW_SECONDS = 60
@@ -70,9 +74,15 @@ def hit(subject: str, limit: int, window: int = WINDOW_SECONDS, cost: int = 1) -
     now = time.time()
     window_start = int(now // window) * window
     client = redis_client()
-    if client is not None:
-        count = _incr_redis(client, f"rl:{subject}:{window_start}", window + 5, cost)
-    else:
+    count = None
+    if client is not None and not redis_skipped():
+        try:
+            count = _incr_redis(client, f"rl:{subject}:{window_start}", window + 5, cost)
+        except RedisError as exc:
+            # Neither open nor closed: the limits hold, counted where they are without Redis. A window
+            # that straddles the switch counts in both stores, so it can let up to twice its limit through.
+            redis_failed("rate limits are counted in the database", exc)
+    if count is None:
         count = _incr_database(subject, window_start + window, cost)
     return WindowState(limit=limit, count=count, reset_in=max(1, math.ceil(window_start + window - now)))
 

@@ -90,8 +90,10 @@ def database_from_url(url: str) -> dict:
             # (docs/decisions.md, "Hot paths and serving").
             "OPTIONS": ({"server_side_binding": True, "prepare_threshold": 2}
                         if env_bool("DATABASE_PREPARED_STATEMENTS", True) else {}),
-            # No CONN_HEALTH_CHECKS: it adds a round trip to every request; a dead connection fails
-            # one request and is replaced.
+            # No CONN_HEALTH_CHECKS: it adds a round trip to every request. A connection the server
+            # dropped (PostgreSQL restarted) fails one request with 503 `service_unavailable` and is
+            # closed at the end of that request (Django closes connections that saw an error and fail
+            # `is_usable`); the next request connects again (docs/reliability.md, "Faults").
         }
     raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported")
 
@@ -224,7 +226,10 @@ AUTH_USER_MODEL = "accounts.User"
 # never per-process memory; `migrate` creates its table (config/cachetable.py).
 REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Short socket timeouts: a Redis that hangs must cost a request half a second, not redis-py's 5 s;
+    # what each user of Redis does then is in docs/decisions.md, "Faults: Redis".
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "cache_table"}}
 

@@ -32,7 +32,18 @@ class BrokenView(APIView):
         raise RuntimeError("secret internal detail")
 
 
+def plain_database_view(request):
+    """Not a DRF view: what it raises goes to Django's handler500, not the DRF handler."""
+    from django.db import connection
+    from django.http import JsonResponse
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        return JsonResponse({"ok": cursor.fetchone()[0]})
+
+
 urlpatterns = [
+    path("v1/probe/plain-database", plain_database_view),
     path("v1/probe/whoami", WhoAmIView.as_view()),
     path("v1/probe/public", PublicProbeView.as_view()),
     path("v1/probe/broken", BrokenView.as_view()),

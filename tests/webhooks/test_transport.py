@@ -1,6 +1,7 @@
 """webhooks.transport against raw sockets that misbehave: the deadline holds whatever the peer does."""
 
 import socket
+import struct
 import threading
 import time
 
@@ -160,3 +161,37 @@ def test_the_next_checked_address_is_tried_when_one_refuses(serve):
                               addresses=("127.0.0.2", "127.0.0.1"))  # nothing listens on 127.0.0.2
     closed.close()
     assert post(dead_port_target, body=b"{}", headers={}, deadline=time.monotonic() + 2).status_code == 200
+
+
+def _reset(conn, stop):
+    # SO_LINGER 0: close() sends RST instead of FIN (a crashed receiver, a firewall rejecting mid-stream).
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def test_a_peer_that_resets_the_connection_is_a_prompt_failure(serve):
+    server = serve(_reset)
+    started = time.monotonic()
+    outcome = _send(server, deadline_in=5.0)
+    assert time.monotonic() - started < 1.0
+    assert outcome.status_code is None and outcome.attempted and outcome.error.startswith("connection failed")
+
+
+def test_a_peer_that_resets_before_reading_is_a_prompt_failure(serve):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def accept_and_reset():
+        conn, _ = listener.accept()
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+
+    threading.Thread(target=accept_and_reset, daemon=True).start()
+    port = listener.getsockname()[1]
+    target = Target(url=f"http://hooks.test:{port}/in", scheme="http", host="hooks.test", port=port,
+                    addresses=("127.0.0.1",))
+    started = time.monotonic()
+    outcome = post(target, body=b"{}", headers={}, deadline=time.monotonic() + 5.0)
+    listener.close()
+    assert time.monotonic() - started < 1.0
+    assert outcome.status_code is None and outcome.error
