@@ -103,9 +103,11 @@ class ImageCodec(Codec):
         return pixels.read_watermark(self.decoded(content))
 
     def fingerprint(self, content: bytes | Media) -> str | None:
-        """pHash of the decoded picture. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
-        from media_codecs.image.phash import phash_hex
+        """pHash of the decoded picture, None for a flat one (it would match every flat picture).
+
+        Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
+        from media_codecs.image.phash import distinctive_phash_hex
 
         image = self.decoded(content)
         with pixels.decoder_errors():
-            return phash_hex(image)
+            return distinctive_phash_hex(image)

@@ -23,6 +23,10 @@ from PIL import Image
 
 HASH_SIZE = 8
 _SIDE = HASH_SIZE * 4  # imagehash's highfreq_factor 4
+# Below this spread (the standard deviation of the 32x32 grey thumbnail the hash is computed from, in grey
+# levels) a picture has no perceptual identity: its AC terms are rounding noise, so every flat picture of
+# any colour gets one and the same hash, and a lookup would "find" an unrelated record.
+MIN_THUMBNAIL_SPREAD = 1.5
 
 
 def phash_hex(image: Image.Image) -> str:
@@ -30,8 +34,21 @@ def phash_hex(image: Image.Image) -> str:
 
     Raises what Pillow raises while converting or resizing; callers translate it.
     """
+    return _hash_of(_thumbnail(image))
+
+
+def distinctive_phash_hex(image: Image.Image) -> str | None:
+    """`phash_hex`, or None for a picture too flat for its hash to identify it (MIN_THUMBNAIL_SPREAD)."""
+    pixels = _thumbnail(image)
+    return _hash_of(pixels) if float(pixels.std()) >= MIN_THUMBNAIL_SPREAD else None
+
+
+def _thumbnail(image: Image.Image) -> np.ndarray:
     grey = image.convert("L").resize((_SIDE, _SIDE), Image.Resampling.LANCZOS)
-    pixels = np.asarray(grey, dtype=np.float64)
+    return np.asarray(grey, dtype=np.float64)
+
+
+def _hash_of(pixels: np.ndarray) -> str:
     coefficients = _dct_ii(_dct_ii(pixels.T).T)  # axis 0, then axis 1
     low = coefficients[:HASH_SIZE, :HASH_SIZE]
     bits = (low > np.median(low)).flatten()

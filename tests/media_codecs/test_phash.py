@@ -72,3 +72,28 @@ def test_codecs_hash_the_decoded_file_like_imagehash_does(image_format: str, opt
 def test_the_runtime_module_needs_neither_imagehash_nor_scipy() -> None:
     source = Path(phash.__file__).read_text()
     assert not re.search(r"^\s*(import|from)\s+(imagehash|scipy)", source, re.MULTILINE)
+
+
+def test_a_flat_picture_of_any_colour_has_no_distinctive_hash() -> None:
+    rng = np.random.default_rng(3)
+    flats = [Image.new("RGB", (120, 90), colour) for colour in ((0, 0, 0), (255, 255, 255), (120, 160, 200))]
+    # A dark frame with sensor-like noise of one grey level is still flat.
+    flats.append(Image.fromarray(np.clip(16 + rng.normal(0, 1, (90, 120)), 0, 255).astype(np.uint8)))
+    # Why: every flat picture hashes within a bit of every other (far inside any lookup's distance).
+    hashes = [int(phash.phash_hex(image), 16) for image in flats[:3]]
+    assert max((a ^ b).bit_count() for a in hashes for b in hashes) <= 1
+    assert all(phash.distinctive_phash_hex(image) is None for image in flats)
+
+
+@pytest.mark.parametrize("name", ["astronaut", "moon", "page"])
+def test_a_picture_with_structure_keeps_its_hash(name: str) -> None:
+    image = Image.fromarray(photo(name))
+    assert phash.distinctive_phash_hex(image) == phash.phash_hex(image)
+    ramp = Image.fromarray(np.tile(np.arange(64, dtype=np.uint8), (48, 1)))  # a gentle gradient is structure
+    assert phash.distinctive_phash_hex(ramp) == phash.phash_hex(ramp)
+
+
+def test_the_codecs_give_no_fingerprint_for_a_flat_picture() -> None:
+    buffer = io.BytesIO()
+    Image.new("RGB", (256, 192), (120, 160, 200)).save(buffer, "JPEG", quality=85)
+    assert get_codec("jpeg").fingerprint(buffer.getvalue()) is None

@@ -7,13 +7,15 @@ import uuid
 
 import pytest
 from dilithium_py.ml_dsa import ML_DSA_65
+from PIL import Image
 
 from audit.models import AuditEvent
 from config.keyring import token_mac_keys
 from media_codecs import get_codec
+from media_codecs.image.phash import phash_hex
 from provenance.tokens import mint_token
 from tests import factories
-from tests.media import photo_bytes, reencode_jpeg, strip_metadata
+from tests.media import encode, photo_bytes, reencode_jpeg, strip_metadata
 
 pytestmark = pytest.mark.django_db
 URL = "/v1/verify"
@@ -131,6 +133,19 @@ def test_a_client_record_with_a_phash_is_found_without_token_or_watermark(api_cl
     result = _verify(api_client, content)
     assert (result["token_source"], result["record_id"], result["authentic"]) == ("phash", record_id, True)
     assert result["confidence"] == "medium"
+
+
+def test_a_flat_picture_is_never_found_through_another_flat_pictures_hash(api_client, key_client, org, generator):
+    # Every flat picture has one pHash, so a lookup by it would name an unrelated record as tampered.
+    grey, blue = (encode(Image.new("RGB", (256, 192), colour), "png") for colour in ((128, 128, 128), (20, 60, 200)))
+    signed = _sign(key_client(org), generator, grey)
+    assert key_client(org).get(f"/v1/records/{signed['X-Service-Record-Id']}").json()["phash"] is None
+    client_generator, seed = factories.make_client_generator(org=org)
+    body = factories.record_body(generator=client_generator, seed=seed, content=grey, phash=phash_hex(Image.open(
+        io.BytesIO(grey))))
+    assert key_client(org).post("/v1/records", body, format="json").status_code == 201
+    result = _verify(api_client, blue)
+    assert (result["reason"], result["token_source"], result["record_id"]) == ("no_provenance_found", "none", None)
 
 
 def test_verification_is_audited_for_the_owning_organization(api_client, key_client, org, generator, emitted):
