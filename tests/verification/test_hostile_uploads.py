@@ -158,6 +158,8 @@ def test_a_worker_stays_under_500_mb_for_what_the_limits_accept(isolated_environ
     row = hostile.run_case(name, workdir, env, timeout=120)
     assert "error" not in row, row
     assert row["status"] == status
-    assert row["peak_mb"] < MEMORY_BOUND_MB, row
+    # The bound is a served worker's: the test client in the measured process also holds its own copy of the
+    # request body (docs/reliability.md), which a worker behind the proxy never has.
+    assert row["peak_mb"] - row["bytes"] / MB < MEMORY_BOUND_MB, row
     if name in ("sign-wav-16bit-stereo-50MB", "sign-flac-6min"):
         assert row["code"] == "signed+mark", row
