@@ -19,7 +19,6 @@ import functools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import requests
+
+from tests.proc_sockets import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 MB = 1024 * 1024
@@ -70,7 +71,7 @@ class LiveServer:
         setup = subprocess.run([sys.executable, "-m", "tests.config.schema_run_setup"], cwd=ROOT, env=self.env,
                                capture_output=True, text=True, timeout=180, check=True)
         self.credentials = json.loads(setup.stdout.strip().splitlines()[-1])
-        port = _free_port()
+        port = free_port()
         self.log = self.workdir / "gunicorn.log"
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
@@ -183,11 +184,6 @@ def _json_or_none(response):
     except ValueError:
         return None
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- the cases ---------------------------------------------------------------------------------------

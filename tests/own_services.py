@@ -16,11 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.proc_sockets import free_port
 
 
 def wait_for_port(port: int, timeout: float = 30.0, *, open_: bool = True) -> None:

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from tests.proc_sockets import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 SETUP = """
@@ -38,12 +40,6 @@ def _jpeg() -> bytes:
     return buffer.getvalue()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """gunicorn with production settings on a throwaway SQLite database; yields (port, setup, database, log)."""
@@ -61,7 +57,7 @@ def server(tmp_path_factory):
     made = subprocess.run([sys.executable, "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True,
                           text=True, timeout=120)
     setup = json.loads(made.stdout.strip().splitlines()[-1])
-    port, log = _free_port(), folder / "gunicorn.log"
+    port, log = free_port(), folder / "gunicorn.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
             [str(GUNICORN), "config.wsgi:application", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",

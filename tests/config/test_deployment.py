@@ -6,7 +6,6 @@ The server is `runserver` in a subprocess, on its own SQLite file and with the p
 """
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,16 +15,12 @@ import pytest
 import requests
 
 from tests.log_scan import watch_file
+from tests.proc_sockets import free_port
 
 PROJECT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 30
 REQUEST_SECONDS = 30
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _deployment_env(folder: Path) -> dict[str, str]:
@@ -41,7 +36,7 @@ def migrated_server(tmp_path, request):
     migrate = subprocess.run([sys.executable, "manage.py", "migrate"], cwd=PROJECT, env=env,
                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert migrate.returncode == 0, migrate.stdout[-2000:] + migrate.stderr[-4000:]
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "server.log"
     watch_file(log_path)  # its lines join the session's secret scan
     log = log_path.open("w")

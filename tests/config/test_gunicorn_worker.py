@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from config.gunicorn_worker import _Slot, claim_slot, fewest_elsewhere, release_slot
-from tests.proc_sockets import child_pids, connections_per_process
+from tests.proc_sockets import child_pids, connections_per_process, free_port
 
 PROJECT = Path(__file__).resolve().parents[2]
 CONNECTIONS = 32
@@ -74,16 +74,11 @@ def application(environ, start_response):
 '''
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.fixture
 def server(tmp_path):
     (tmp_path / "hello_app.py").write_text(APP)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{PROJECT}"}
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "hello_app:application", "--bind", f"127.0.0.1:{port}",

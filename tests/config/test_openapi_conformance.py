@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,8 @@ from pathlib import Path
 
 import pytest
 import requests
+
+from tests.proc_sockets import free_port
 
 PROJECT = Path(__file__).resolve().parents[2]
 CHECKS = ("not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance,"
@@ -56,11 +57,6 @@ pytestmark = pytest.mark.skipif(shutil.which("schemathesis", path=str(Path(sys.e
                                 reason="schemathesis is not installed (pip install -e '.[dev]')")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -75,7 +71,7 @@ def server(tmp_path_factory):
                            env=env, capture_output=True, text=True, timeout=180, check=True)
     context = json.loads(setup.stdout.strip().splitlines()[-1])
     (folder / "context.json").write_text(json.dumps(context))
-    port = _free_port()
+    port = free_port()
     log = (folder / "server.log").open("w")
     process = subprocess.Popen([sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
                                cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT)

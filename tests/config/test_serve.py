@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from tests.log_scan import register_secret, watch_file
+from tests.proc_sockets import free_port
 
 PROJECT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = PROJECT / "deploy" / "docker-entrypoint.sh"
@@ -27,11 +28,6 @@ SECRETS = {"SECRET_KEY": "serve-test-secret-key-" + "s" * 40, "KEY_ENCRYPTION_KE
            "TOKEN_SIGNING_KEY": "serve-test-tsk-" + "t" * 30, "LOG_SIGNING_KEY": "serve-test-lsk-" + "l" * 30}
 START_SECONDS = 180  # migrations on PostgreSQL on a loaded machine
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -52,7 +48,7 @@ def database_url():
 @pytest.fixture
 def redis_server(tmp_path):
     """(URL, process) of a Redis server of this test's own, which the test may stop."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                 "--appendonly", "no", "--dir", str(tmp_path)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -87,7 +83,7 @@ def serve(tmp_path, request):
     started = []
 
     def start(extra: dict) -> Served:
-        port = _free_port()
+        port = free_port()
         env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHON": sys.executable, **SECRETS,
                "GUNICORN_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2", "ALLOWED_HOSTS": "127.0.0.1",
                "PUBLIC_BASE_URL": "https://provenance.example", "EMAIL_FILE_PATH": str(tmp_path / "emails"),

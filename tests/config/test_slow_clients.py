@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.proc_sockets import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 READ_TIMEOUT = 2
@@ -52,7 +54,7 @@ def serve(server_env, tmp_path):
     started: list[subprocess.Popen] = []
 
     def start(*flags: str, workers: int) -> int:
-        port = _free_port()
+        port = free_port()
         log = tmp_path / f"gunicorn-{port}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
@@ -73,11 +75,6 @@ def serve(server_env, tmp_path):
             os.killpg(process.pid, signal.SIGKILL)  # its own session: the master and any worker left
         process.wait(timeout=10)
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_until_ready(process: subprocess.Popen, log: Path, workers: int) -> None:
