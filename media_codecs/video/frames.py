@@ -10,6 +10,10 @@ starts with one). Only the packets up to it are decoded. Where an MP4 edit list 
 before its start (a cut made by stream copy), it is the first frame shown, which is what a viewer
 sees and what the re-encoded copy of that cut starts with.
 
+**Flat frames identify nothing**: a black (or any flat) frame hashes within a bit of every other flat
+frame (phash.MIN_THUMBNAIL_SPREAD), so it is never stored nor looked up. A video that fades in from black
+is found through the frames of its set that have a picture; one that is flat throughout has no fingerprint.
+
 **The set** (`fingerprint_set`, at most MAX_FINGERPRINTS values, the first frame first, no value twice):
 1. the first frame;
 2. the frames shown at OFFSETS seconds after it (the first at or after each offset), decoding every
@@ -41,7 +45,7 @@ import av
 from PIL import Image
 
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
-from media_codecs.image.phash import phash_hex
+from media_codecs.image.phash import distinctive_phash_hex
 from media_codecs.video.limits import MAX_PIXELS, MAX_SIDE
 
 OFFSETS = (1.0, 2.0, 3.0, 4.0)  # seconds after the first frame
@@ -61,8 +65,8 @@ def decoder_errors() -> Iterator[None]:
         raise CorruptMedia(f"the video does not decode: {error}") from None
 
 
-def first_frame_phash(data: bytes, demuxer: str) -> str:
-    """pHash of the first frame. Raises CorruptMedia, MediaTooLarge, UnsupportedFormat."""
+def first_frame_phash(data: bytes, demuxer: str) -> str | None:
+    """pHash of the first frame, None when it is flat. Raises CorruptMedia, MediaTooLarge, UnsupportedFormat."""
     with decoder_errors(), _opened(data, demuxer) as (container, stream):
         for frame in _frames(container, stream):
             return _frame_phash(frame)
@@ -77,9 +81,9 @@ def fingerprint_set(data: bytes, demuxer: str) -> list[str]:
     values: list[str] = []
     with decoder_errors():
         last_time = _offset_frames(data, demuxer, values)
+        if last_time == float("inf"):
+            raise CorruptMedia("the video stream holds no frame")
         _keyframes_after(data, demuxer, last_time, values)
-    if not values:
-        raise CorruptMedia("the video stream holds no frame")
     return values
 
 
@@ -121,8 +125,8 @@ def _keyframes_after(data: bytes, demuxer: str, after: float, values: list[str])
             _add(values, _frame_phash(frame))
 
 
-def _add(values: list[str], value: str) -> None:
-    if value not in values and len(values) < MAX_FINGERPRINTS:
+def _add(values: list[str], value: str | None) -> None:
+    if value is not None and value not in values and len(values) < MAX_FINGERPRINTS:
         values.append(value)
 
 
@@ -166,8 +170,8 @@ def _time(frame: av.VideoFrame, stream: av.video.stream.VideoStream, index: int)
     return index / float(rate)
 
 
-def _frame_phash(frame: av.VideoFrame) -> str:
-    return phash_hex(upright(frame))
+def _frame_phash(frame: av.VideoFrame) -> str | None:
+    return distinctive_phash_hex(upright(frame))
 
 
 def upright(frame: av.VideoFrame) -> Image.Image:

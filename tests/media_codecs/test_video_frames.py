@@ -109,3 +109,24 @@ def test_a_stream_without_frames_is_corrupt() -> None:
     cut = media.data[: media.container.elements[1].start + 600]  # headers only: the clusters are gone
     with pytest.raises(CorruptMedia):
         frames.first_frame_phash(cut + b"\x00" * 10, "matroska")
+
+
+def _fade_in(index: int, width: int, height: int):
+    """Black for the first second (25 frames), then the moving gradient."""
+    return video.moving_gradient(index, width, height) * (index >= 25)
+
+
+def test_a_flat_first_frame_is_no_fingerprint_but_the_frames_with_a_picture_are() -> None:
+    data = video.make_video("mp4", seconds=3.0, picture=_fade_in)
+    codec = get_codec("mp4")
+    assert codec.fingerprint(data) is None
+    stored = codec.fingerprints(data)
+    assert stored and all(re.fullmatch("[0-9a-f]{16}", value) for value in stored)
+    assert all(value not in ("0000000000000000", "8000000000000000") for value in stored)
+
+
+def test_a_video_flat_throughout_has_no_fingerprint_at_all() -> None:
+    data = video.make_video("mp4", seconds=2.0, picture=lambda index, width, height: _fade_in(0, width, height))
+    codec = get_codec("mp4")
+    assert codec.fingerprint(data) is None
+    assert codec.fingerprints(data) == []

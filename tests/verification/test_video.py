@@ -120,6 +120,17 @@ def test_an_unrelated_video_finds_nothing(api_client, key_client, org, generator
     assert (result["token_source"], result["reason"]) == ("none", "no_provenance_found")
 
 
+def test_a_black_video_is_never_found_through_another_black_videos_frames(api_client, key_client, org, generator):
+    def black(index, width, height):
+        return video.moving_gradient(index, width, height) * 0
+
+    signed = _sign(key_client(org), generator, video.make_video("mp4", seconds=1.0, picture=black), format="video")
+    assert signed.status_code == 201 and Record.objects.get(pk=signed["X-Service-Record-Id"]).phash is None
+    other = video.make_video("webm", size=(256, 144), seconds=1.0, picture=black)
+    result = _verify(api_client, other)
+    assert (result["reason"], result["token_source"], result["record_id"]) == ("no_provenance_found", "none", None)
+
+
 def _checkerboard(index: int, width: int, height: int):
     import numpy as np
 
