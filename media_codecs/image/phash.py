@@ -1,4 +1,5 @@
-"""The 64-bit DCT perceptual hash, bit-identical to `imagehash.phash(image, hash_size=8)`.
+"""The 64-bit DCT perceptual hash, bit-identical to `imagehash.phash(image, hash_size=8)` (but for 16-bit
+grey pictures, which imagehash clips to white and this module scales to 8 bits).
 
 imagehash 4.3 computes: convert to "L", resize to 32x32 with LANCZOS, a type-II unnormalised
 DCT (`scipy.fftpack.dct`) along axis 0 then axis 1, keep the top-left 8x8, set each bit
@@ -44,8 +45,19 @@ def distinctive_phash_hex(image: Image.Image) -> str | None:
 
 
 def _thumbnail(image: Image.Image) -> np.ndarray:
-    grey = image.convert("L").resize((_SIDE, _SIDE), Image.Resampling.LANCZOS)
+    grey = _eight_bit(image).convert("L").resize((_SIDE, _SIDE), Image.Resampling.LANCZOS)
     return np.asarray(grey, dtype=np.float64)
+
+
+def _eight_bit(image: Image.Image) -> Image.Image:
+    """A 16-bit grey picture scaled to 8 bits: Pillow's conversion to L clips it at 255, which turns a
+    16-bit photograph white (imagehash hashes that white picture; we hash the photograph)."""
+    if not image.mode.startswith("I"):
+        return image
+    values = np.asarray(image, dtype=np.int64)
+    if values.size and int(values.max()) > 255:
+        values = np.clip(values, 0, 65535) // 257
+    return Image.fromarray(np.clip(values, 0, 255).astype(np.uint8), "L")
 
 
 def _hash_of(pixels: np.ndarray) -> str:

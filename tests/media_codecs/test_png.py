@@ -134,6 +134,12 @@ def test_palette_sixteen_bit_and_tiny_pngs_cannot_be_watermarked(stand_in_waterm
     assert len(codec.fingerprint(data)) == 16
 
 
+def test_a_sixteen_bit_photograph_is_hashed_as_its_eight_bit_picture_not_clipped_to_white() -> None:
+    eight = photo("camera")
+    sixteen = encode(Image.fromarray(eight.astype(np.uint16) * 257), "PNG")
+    assert codec.fingerprint(sixteen) == codec.fingerprint(encode(Image.fromarray(eight), "PNG"))
+
+
 def _with_declared_size(data: bytes, width: int, height: int) -> bytes:
     chunks, trailer = png.parse_chunks(data)
     header = width.to_bytes(4, "big") + height.to_bytes(4, "big") + chunks[0].data[8:]
