@@ -35,7 +35,7 @@ for label, plan in (("ent", "enterprise"), ("free", "free")):
     generator, seed = factories.make_client_generator(org=org)
     if plan == "free":
         usage_consume(org=org, count=490)  # 10 signatures left of 500
-    count = 1500 if plan == "enterprise" else 40
+    count = 3000 if plan == "enterprise" else 40
     bodies = [json.dumps(factories.record_body(generator=generator, seed=seed, content=f"{label}-{i}".encode()))
               for i in range(count)]
     out[label] = {"org": str(org.pk), "key": factories.make_api_key(org=org), "bodies": bodies}
@@ -83,6 +83,8 @@ def _post_all(port: int, jobs: list[tuple[str, str, str]], answers: list, stop: 
             time.sleep(0.3)  # the Free plan allows 100 requests a minute
         elif answers[-1][3] == 503:
             time.sleep(0.1)  # a client backing off (Retry-After says 5 s; the test has no time for that)
+        else:
+            time.sleep(0.02)  # paced, so the bodies last past the restart however fast the machine is
 
 
 def test_a_restart_under_load_answers_503_and_loses_nothing(cluster):
@@ -112,7 +114,13 @@ def test_a_restart_under_load_answers_503_and_loses_nothing(cluster):
         time.sleep(2)
         cluster.start()
         up_at = time.monotonic()
-        time.sleep(4)
+        # Keep the load on until a request sent after the start is stored (a loaded CI host can take seconds
+        # to reconnect both workers), at most 30 s; the assertion below says whether it happened.
+        deadline = up_at + 30
+        while time.monotonic() < deadline and not any(
+                sent > up_at and status == 201 for _, sent, _, status, _, _ in list(answers)):
+            time.sleep(0.2)
+        time.sleep(1)
         stop.set()
         for thread in threads:
             thread.join(timeout=60)
