@@ -5,7 +5,8 @@ Run from the project root:  .venv/bin/python bench/watermark.py [--ids 5] [--no-
 
 Needs scikit-image (sample photos, SSIM) and, for the peer, invisible-watermark installed
 with --no-deps plus PyWavelets (its unused RivaGAN module imports torch, which is stubbed).
-"previous version" is the mark before issue 19, frozen in bench/watermark_baseline.py.
+"previous version" is the mark before issue 19: media_codecs/image/watermark.py at commit 90aa24d, loaded
+from git (the bench needs a clone with its history).
 Prints one markdown table: exact-id recovery per attack (issue 19 added aspect-ratio changes,
 flips, combinations and a 256-px JPEG 75 re-share), PSNR/SSIM, speed, false ids on unmarked
 images; then the 12 MP timings of ours and the previous version.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import subprocess
 import sys
 import time
 import types
@@ -27,8 +29,24 @@ from PIL import Image, ImageEnhance, PngImagePlugin
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import watermark_baseline
 from media_codecs.image.watermark import embed_luma, extract_luma
+
+ROOT = Path(__file__).resolve().parents[1]
+PREVIOUS_COMMIT = "90aa24d"  # the last commit before issue 19's second format
+
+
+def _module_at(commit: str, path: str, name: str) -> types.ModuleType:
+    """A module as it stood at `commit`, read with git show (no frozen copy in the tree)."""
+    source = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, check=True, capture_output=True,
+                            text=True).stdout
+    module = types.ModuleType(name)
+    module.__file__ = f"{commit}:{path}"
+    sys.modules[name] = module  # dataclasses look their module up while the class body runs
+    exec(compile(source, module.__file__, "exec"), module.__dict__)  # our own file, from our history
+    return module
+
+
+previous_version = _module_at(PREVIOUS_COMMIT, "media_codecs/image/watermark.py", "watermark_previous_version")
 
 PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "hubble_deep_field",
           "immunohistochemistry", "retina", "stereo_motorcycle")
@@ -223,16 +241,16 @@ class Ours:
 
 
 class Previous(Ours):
-    """This watermark before issue 19 (bench/watermark_baseline.py, a frozen copy), for comparison."""
+    """This watermark before issue 19 (PREVIOUS_COMMIT's module, from git), for comparison."""
 
     name = "previous version"
 
     def embed(self, rgb: np.ndarray, mark_id: int) -> np.ndarray:
         y, cb, cr = rgb_to_ycbcr(rgb)
-        return ycbcr_to_rgb(watermark_baseline.embed_luma(y, mark_id), cb, cr)
+        return ycbcr_to_rgb(previous_version.embed_luma(y, mark_id), cb, cr)
 
     def extract(self, rgb: np.ndarray) -> int | None:
-        return watermark_baseline.extract_luma(rgb_to_ycbcr(rgb)[0])
+        return previous_version.extract_luma(rgb_to_ycbcr(rgb)[0])
 
 
 class Peer:
@@ -450,7 +468,7 @@ def time_large_image(seed: int, repeats: int = 3) -> str:
     y = cv2.resize(rgb_to_ycbcr(skimage.data.astronaut())[0], (4000, 3000), interpolation=cv2.INTER_CUBIC)
     unmarked = np.rint(y)
     lines = []
-    for label, module in (("ours", watermark), ("previous version", watermark_baseline)):
+    for label, module in (("ours", watermark), ("previous version", previous_version)):
         marked = np.clip(np.rint(module.embed_luma(y, seed)), 0, 255)
         timings = {"embed": (module.embed_luma, (y, seed)), "extract": (module.extract_luma, (marked,)),
                    "extract on unmarked": (module.extract_luma, (unmarked,))}
