@@ -22,17 +22,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from config.errors import ApiError, server_error_body
+from config.errors import ServiceUnavailable, server_error_body
 
 logger = logging.getLogger(__name__)
 
 OK = {"status": "ok"}
 DATABASE_ALIAS = DEFAULT_DB_ALIAS  # the database the service serves from (tests point it elsewhere)
 REDIS_TIMEOUT_SECONDS = 2.0
-
-
-class NotReady(ApiError):
-    status_code, code, message = 503, "service_unavailable", "The service is not ready to serve requests."
 
 
 class _MigrationState:
@@ -125,7 +121,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
     checks["redis"] = _check_redis()
     if all(check["status"] != "error" for check in checks.values()):
         return JsonResponse({"status": "ok", "checks": checks})
-    error = NotReady(details=checks)
+    error = ServiceUnavailable("The service is not ready to serve requests.", details=checks)
     return JsonResponse(server_error_body(error.status_code, error.body()), status=error.status_code)
 
 
