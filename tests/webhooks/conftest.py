@@ -6,6 +6,7 @@ import socket
 import pytest
 
 from tests import factories
+from tests.webhooks.receiver import Receiver
 
 PUBLIC_IP = "93.184.216.34"
 
@@ -35,3 +36,11 @@ def resolve_to(monkeypatch):
 @pytest.fixture(autouse=True)
 def _public_dns(resolve_to):
     resolve_to(PUBLIC_IP)
+
+
+@pytest.fixture
+def receiver():
+    """A real HTTP receiver on 127.0.0.1 that records deliveries and checks their signatures."""
+    server = Receiver()
+    yield server
+    server.close()

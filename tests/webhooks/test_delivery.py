@@ -23,7 +23,6 @@ from billing.services import plan_change
 from provenance.models import Record
 from tests import factories
 from tests.media import photo_bytes, reencode_jpeg
-from tests.webhooks.receiver import Receiver
 from webhooks.events import event_emit
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -37,13 +36,6 @@ ENTRY = {"delivery_id", "event", "status", "response_code", "latency_ms", "paylo
 def _local_targets(settings):
     settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
     settings.WEBHOOK_TIMEOUT_SECONDS = TIMEOUT
-
-
-@pytest.fixture
-def receiver():
-    server = Receiver()
-    yield server
-    server.close()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from django.core.management import call_command
 
 from tests import factories
 from tests.key_rings import NEW_ONLY, OLD_SECRET, ROTATED, make_release_1_webhook_secret, webhook_secret_ids
-from tests.webhooks.receiver import Receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,13 +17,6 @@ def _settings(settings):
     settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True
     settings.WEBHOOK_TIMEOUT_SECONDS = 1.5
     settings.KEY_ENCRYPTION_KEY = OLD_SECRET
-
-
-@pytest.fixture
-def receiver():
-    server = Receiver()
-    yield server
-    server.close()
 
 
 def _record(key_client, org, generator, seed, n):
