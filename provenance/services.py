@@ -43,6 +43,7 @@ class RecordDraft:
     more_fingerprints: tuple[str, ...] = ()  # further values of the same kind (a video's later frames)
     record_id: uuid.UUID | None = None  # preset when the token was minted before storing (POST /v1/sign)
     upstream: UpstreamManifest | None = None  # the C2PA manifest the upload carried (POST /v1/sign)
+    watermark_readable: bool | None = None  # the mark read back from the signed file (POST /v1/sign, images)
 
 
 def record_create(*, org: Organization, draft: RecordDraft) -> Record:
@@ -175,7 +176,7 @@ def _record_from(org: Organization, draft: RecordDraft) -> Record:
     record = Record(
         id=draft.record_id or uuid.uuid4(), org=org, generator_id=draft.key.generator_id, key=draft.key,
         model=draft.model, watermark_id=draft.watermark_id, content_hash=draft.content_hash,
-        signature=draft.signature, format=draft.format)
+        signature=draft.signature, format=draft.format, watermark_readable=draft.watermark_readable)
     if draft.more_fingerprints and not draft.phash:
         raise ValueError("further fingerprints need a first one")  # a programming error, as below
     if draft.phash:

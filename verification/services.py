@@ -106,8 +106,6 @@ def _attach_logs(results: list[Verification]) -> None:
 
 def _verify(data: bytes, media: Media | None, token: str | None) -> Verification:
     result = Verification()
-    mark_id = _watermark(media)
-    result.watermark_found = mark_id is not None
     manifest = None if token else _our_manifest(media)
     if manifest is not None:
         token, result.token_source = manifest.provenance["token"], "c2pa"
@@ -115,19 +113,36 @@ def _verify(data: bytes, media: Media | None, token: str | None) -> Verification
         token, result.token_source = _token(media, token)
     if token is not None:
         result.record = _record_for_token(token, result)
-    elif mark_id is not None:
-        result.token_source = "watermark"
-        result.record = selectors.record_for_watermark(mark_id)
-        if result.record is None:
-            result.problems.append("record_not_found")
     else:
-        result.record = _record_for_phash(media, result)
+        mark_id = _watermark(media)
+        result.watermark_found = mark_id is not None
+        if mark_id is not None:
+            result.token_source = "watermark"
+            result.record = selectors.record_for_watermark(mark_id)
+            if result.record is None:
+                result.problems.append("record_not_found")
+        else:
+            result.record = _record_for_phash(media, result)
     if result.record is not None:
         _check_record(result, media, data)
         if manifest is not None:
             _check_manifest(result, manifest, data)
+    if token is not None:  # the mark is a signal beside the token: read it only when not already known
+        known = _mark_known(result)
+        result.watermark_found = known if known is not None else _watermark(media) is not None
     _conclude(result)
     return result
+
+
+def _mark_known(result: Verification) -> bool | None:
+    """Whether the content carries a mark, when that is already known without reading it: the content
+    hash still matches a record whose signed file was read back when signing made it. The hash covers
+    everything the reader decodes, so reading again would see the same pixels and give the same answer.
+    None when it must be read."""
+    record = result.record
+    if record is None or result.tampered:
+        return None
+    return record.watermark_readable
 
 
 def _watermark(media: Media | None) -> int | None:
