@@ -17,26 +17,29 @@ from django.db.models.expressions import Col
 MAX_PARAMETERS = 65535
 
 
-class ChildWithParent:
-    """`SELECT child.*, parent.* FROM child JOIN parent ON child.<fk> = parent.pk WHERE ... LIMIT 1`.
+class ChildWithParents:
+    """`SELECT child.*, parent.*, ... FROM child JOIN parent ON child.<fk> = parent.pk ... WHERE ... LIMIT 1`.
 
-    The WHERE clause: each field named in `match` equals the value given for it to `get`, and `also`,
-    SQL over the child's columns (`{child}` is its quoted table name) with no placeholders. `get`
-    returns the child with its parent attached, or None. LIMIT 1 without ORDER BY: for unique matches.
+    One join per foreign key named in `parent_fields` (each to a table of its own). The WHERE clause:
+    each field named in `match` equals the value given for it to `get`, and `also`, SQL over the child's
+    columns (`{child}` is its quoted table name) with no placeholders. `get` returns the child with its
+    parents attached, or None. LIMIT 1 without ORDER BY: for unique matches.
     """
 
-    def __init__(self, model: type[models.Model], parent_field: str, *, match: tuple[str, ...], also: str = "",
+    def __init__(self, model: type[models.Model], *parent_fields: str, match: tuple[str, ...], also: str = "",
                  using: str = "default"):
         self.model = model
-        self.foreign_key = model._meta.get_field(parent_field)
-        self.parent_model = self.foreign_key.related_model
+        self.foreign_keys = [model._meta.get_field(name) for name in parent_fields]
+        tables = [model._meta.db_table] + [key.related_model._meta.db_table for key in self.foreign_keys]
+        if not parent_fields or len(set(tables)) != len(tables):
+            raise ValueError("each parent must be of a table of its own")  # the SQL names tables, not aliases
         self.match_fields = [model._meta.get_field(name) for name in match]
         self.also = also
         self.using = using
         self._compiled = None
 
     def get(self, *values) -> models.Model | None:
-        sql, child_columns, parent_columns = self._compiled or self._compile()
+        sql, child_columns, parents_columns = self._compiled or self._compile()
         connection = connections[self.using]
         params = [field.get_db_prep_value(value, connection, prepared=False)
                   for field, value in zip(self.match_fields, values, strict=True)]
@@ -45,30 +48,36 @@ class ChildWithParent:
             row = cursor.fetchone()
         if row is None:
             return None
-        split = len(child_columns[0])
-        child = _instance(self.model, self.using, connection, child_columns, row[:split])
-        parent = _instance(self.parent_model, self.using, connection, parent_columns, row[split:])
-        self.foreign_key.set_cached_value(child, parent)
+        start = len(child_columns[0])
+        child = _instance(self.model, self.using, connection, child_columns, row[:start])
+        for foreign_key, parent_columns in zip(self.foreign_keys, parents_columns, strict=True):
+            end = start + len(parent_columns[0])
+            parent = _instance(foreign_key.related_model, self.using, connection, parent_columns, row[start:end])
+            foreign_key.set_cached_value(child, parent)
+            start = end
         return child
 
     def _compile(self):
         connection = connections[self.using]
         quote = connection.ops.quote_name
-        child_table, parent_table = self.model._meta.db_table, self.parent_model._meta.db_table
+        child_table = self.model._meta.db_table
         child_columns = _columns(self.model, child_table, connection)
-        parent_columns = _columns(self.parent_model, parent_table, connection)
-        select = ", ".join([f"{quote(child_table)}.{quote(field.column)}" for field in self.model._meta.concrete_fields]
-                           + [f"{quote(parent_table)}.{quote(field.column)}"
-                              for field in self.parent_model._meta.concrete_fields])
-        join = (f"{quote(parent_table)} ON {quote(child_table)}.{quote(self.foreign_key.column)} = "
-                f"{quote(parent_table)}.{quote(self.parent_model._meta.pk.column)}")
+        select = [f"{quote(child_table)}.{quote(field.column)}" for field in self.model._meta.concrete_fields]
+        joins, parents_columns = [], []
+        for foreign_key in self.foreign_keys:
+            parent = foreign_key.related_model
+            parent_table = parent._meta.db_table
+            parents_columns.append(_columns(parent, parent_table, connection))
+            select += [f"{quote(parent_table)}.{quote(field.column)}" for field in parent._meta.concrete_fields]
+            joins.append(f"INNER JOIN {quote(parent_table)} ON {quote(child_table)}.{quote(foreign_key.column)} = "
+                         f"{quote(parent_table)}.{quote(parent._meta.pk.column)}")
         conditions = [f"{quote(child_table)}.{quote(field.column)} = %s" for field in self.match_fields]
         if self.also:
             conditions.append(self.also.format(child=quote(child_table)))
         # Only quoted names from the models' metadata are formatted in; values are parameters.
-        sql = (f"SELECT {select} FROM {quote(child_table)} INNER JOIN {join} "  # noqa: S608
+        sql = (f"SELECT {', '.join(select)} FROM {quote(child_table)} {' '.join(joins)} "  # noqa: S608
                f"WHERE {' AND '.join(conditions)} LIMIT 1")
-        self._compiled = sql, child_columns, parent_columns
+        self._compiled = sql, child_columns, parents_columns
         return self._compiled
 
 

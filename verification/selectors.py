@@ -6,6 +6,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Q
 
+from config.hot_sql import ChildWithParents
 from provenance.models import Fingerprint, Record, RecordFingerprint
 from provenance.phash_bands import BANDS, band_neighbours, phash_bands, signed_value
 
@@ -50,8 +51,12 @@ def _with_relations():
     return Record.objects.select_related("org", "key", "generator")
 
 
+# Every verification that carries a token makes this lookup: its SQL is built once (config/hot_sql.py).
+_RECORD_WITH_RELATIONS = ChildWithParents(Record, "org", "key", "generator", match=("id",))
+
+
 def record_for_id(record_id: uuid.UUID) -> Record | None:
-    return _with_relations().filter(pk=record_id).first()
+    return _RECORD_WITH_RELATIONS.get(record_id)
 
 
 def record_for_watermark(mark_id: int) -> Record | None:

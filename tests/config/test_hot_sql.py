@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import ApiKey, User
-from config.hot_sql import ChildWithParent, RowInserter
+from config.hot_sql import ChildWithParents, RowInserter
 from generators.models import GeneratorKey
 from tests import factories
 
@@ -34,7 +34,7 @@ def test_generator_key_with_generator_matches_the_orm():
     # Covers the converters: a JSON list, binary key bytes, UUIDs and aware datetimes.
     org = factories.make_org(plan="pro")
     generator = factories.make_generator(org=org, formats=["image", "audio"])
-    lookup = ChildWithParent(GeneratorKey, "generator", match=("generator",), also="{child}.retired_at IS NULL")
+    lookup = ChildWithParents(GeneratorKey, "generator", match=("generator",), also="{child}.retired_at IS NULL")
     found = lookup.get(generator.pk)
     expected = GeneratorKey.objects.select_related("generator").get(generator=generator, retired_at__isnull=True)
     assert_same_rows(found, expected, "generator")
@@ -47,7 +47,7 @@ def test_api_key_with_org_matches_the_orm_and_honours_the_extra_condition():
     org = factories.make_org()
     factories.make_api_key(org=org)
     api_key = ApiKey.objects.get(org=org)
-    lookup = ChildWithParent(ApiKey, "org", match=("lookup_id",), also="{child}.revoked_at IS NULL")
+    lookup = ChildWithParents(ApiKey, "org", match=("lookup_id",), also="{child}.revoked_at IS NULL")
     assert_same_rows(lookup.get(api_key.lookup_id), ApiKey.objects.select_related("org").get(pk=api_key.pk), "org")
 
     ApiKey.objects.filter(pk=api_key.pk).update(revoked_at=timezone.now())
@@ -57,23 +57,51 @@ def test_api_key_with_org_matches_the_orm_and_honours_the_extra_condition():
 def test_user_by_uuid_and_boolean_condition():
     org = factories.make_org()
     user = factories.make_user(org=org)
-    lookup = ChildWithParent(User, "org", match=("id",), also="{child}.is_active")
+    lookup = ChildWithParents(User, "org", match=("id",), also="{child}.is_active")
     assert_same_rows(lookup.get(user.pk), User.objects.select_related("org").get(pk=user.pk), "org")
     assert lookup.get(uuid.uuid4()) is None
     User.objects.filter(pk=user.pk).update(is_active=False)
     assert lookup.get(user.pk) is None
 
 
+def test_a_record_with_its_three_parents_matches_the_orm():
+    import base64
+
+    from provenance.models import Record
+    from provenance.services import Submission, record_submit
+
+    org = factories.make_org()
+    client_generator, seed = factories.make_client_generator(org=org)
+    body = factories.record_body(generator=client_generator, seed=seed)
+    record = record_submit(org=org, submission=Submission(
+        **{name: body[name] for name in ("generator_id", "content_hash", "model", "watermark_id", "signed_payload")},
+        signature=base64.b64decode(body["signature"])))
+    lookup = ChildWithParents(Record, "org", "key", "generator", match=("id",))
+    found = lookup.get(record.pk)
+    expected = Record.objects.select_related("org", "key", "generator").get(pk=record.pk)
+    for parent_field in ("org", "key", "generator"):
+        assert_same_rows(found, expected, parent_field)
+    assert bytes(found.signature) == bytes(expected.signature) and found.watermark_readable is None
+    assert lookup.get(uuid.uuid4()) is None
+
+
+def test_parents_must_be_tables_of_their_own():
+    with pytest.raises(ValueError):
+        ChildWithParents(ApiKey, "org", "org", match=("lookup_id",))
+    with pytest.raises(ValueError):
+        ChildWithParents(ApiKey, match=("lookup_id",))
+
+
 def test_one_query_and_values_are_parameters_not_sql():
     factories.make_api_key(org=factories.make_org())
-    lookup = ChildWithParent(ApiKey, "org", match=("lookup_id",))
+    lookup = ChildWithParents(ApiKey, "org", match=("lookup_id",))
     with CaptureQueriesContext(connection) as queries:
         assert lookup.get("x' OR '1'='1") is None
     assert len(queries) == 1
 
 
 def test_every_match_value_is_required():
-    lookup = ChildWithParent(ApiKey, "org", match=("lookup_id",))
+    lookup = ChildWithParents(ApiKey, "org", match=("lookup_id",))
     with pytest.raises(ValueError):
         lookup.get()
 
