@@ -41,6 +41,10 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_load")
     parser.add_argument("--redis-url", default=None, help="an existing Redis (default: start our own)")
     parser.add_argument("--workers", type=int, default=None, help="default: gunicorn.conf.py's (CPU count)")
+    parser.add_argument("--verify", choices=["signed", "reshared"], default="signed",
+                        help="what verification uploads: the signed JPEG as signing returned it (default), or a "
+                             "re-shared copy (re-encoded at quality 85, no metadata: the mark is read and finds "
+                             "the record)")
     return parser.parse_args()
 
 
@@ -75,6 +79,17 @@ def sign_once(url: str, setup: dict) -> tuple[bytes, str]:
         "Authorization": f"Bearer {setup['api_key']}", "Content-Type": f"multipart/form-data; boundary={boundary}"})
     with urllib.request.urlopen(request, timeout=60) as response:
         return response.read(), response.headers["X-Service-Record-Id"]
+
+
+def reshared(signed: bytes) -> bytes:
+    """The signed JPEG as a platform re-shares it: decoded and saved again at quality 85, metadata gone."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.open(io.BytesIO(signed)).convert("RGB").save(buffer, "JPEG", quality=85)
+    return buffer.getvalue()
 
 
 def multipart_body(fields: dict[str, str], content: bytes) -> tuple[bytes, dict[str, str]]:
@@ -161,13 +176,14 @@ def _read_stats(path: Path) -> list[dict]:
 
 def report(stats: list[dict], samples: list, alone: dict[str, float], describe: str) -> None:
     print(describe)
-    print("\n| route | requests | req/s | p50 ms | p99 ms | max ms | non-2xx | alone, median ms |")
+    print("\n| route | requests | req/s | p50 ms | p99 ms | max ms | failed | alone, median ms |")
     print("|---|---|---|---|---|---|---|---|")
     for row in stats:
         single = f"{alone[row['Name']]:.1f}" if row["Name"] in alone else ""
         print(f"| {row['Name']} | {row['Request Count']} | {float(row['Requests/s']):.1f} | {row['50%']} | "
               f"{row['99%']} | {float(row['Max Response Time']):.0f} | {row['Failure Count']} | {single} |")
-    print("\n'alone': the route's median over 15 requests on one connection before the load (its service time).")
+    print("\n'failed': non-2xx, and verifications that did not find what they should.")
+    print("'alone': the route's median over 15 requests on one connection before the load (its service time).")
     # A worker's RSS swings by tens of MB within a request (a 1 MP image decoded, transformed, freed),
     # so one sample says little: each window is the median of its samples, taken every 5 s.
     end = samples[-1][0]
@@ -218,8 +234,10 @@ def main() -> None:
             wait_for_port(port)
             url = f"http://127.0.0.1:{port}"
             signed, record_id = sign_once(url, setup)
-            (folder / "signed.jpg").write_bytes(signed)
+            (folder / "signed.jpg").write_bytes(signed if args.verify == "signed" else reshared(signed))
             setup["signed_jpeg"] = str(folder / "signed.jpg")
+            setup["verify_expect"] = ({"confidence": "high", "record_id": record_id} if args.verify == "signed"
+                                      else {"token_source": "watermark", "record_id": record_id})
             setup["record_ids"] = [record_id] + [sign_once(url, setup)[1] for _ in range(READ_RECORDS - 1)]
             setup_path = folder / "setup.json"
             setup_path.write_text(json.dumps(setup))
@@ -232,7 +250,9 @@ def main() -> None:
         report(stats, samples, alone,
                f"gunicorn -c gunicorn.conf.py ({workers} workers), PostgreSQL, Redis, DEBUG off; locust "
                f"{args.connections} connections, no think time, {args.duration} s; 1 MP JPEG "
-               f"({Path(setup['plain_jpeg']).stat().st_size // 1024} KB, signed {len(signed) // 1024} KB)")
+               f"({Path(setup['plain_jpeg']).stat().st_size // 1024} KB, signed {len(signed) // 1024} KB); "
+               f"verification of the {'signed file' if args.verify == 'signed' else 're-shared copy'} "
+               f"({Path(setup['signed_jpeg']).stat().st_size // 1024} KB)")
         print(f"\nFailures, if any: {folder / 'load_failures.csv'}")
     finally:
         if own_redis:

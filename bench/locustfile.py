@@ -33,7 +33,12 @@ class MixedWorkload(FastHttpUser):
     @task(70)
     def verify(self) -> None:
         body, headers = multipart_body({}, SIGNED_JPEG)
-        self.client.post("/v1/verify", data=body, headers=headers, name="POST /v1/verify")
+        with self.client.post("/v1/verify", data=body, headers=headers, name="POST /v1/verify",
+                              catch_response=True) as response:
+            if response.status_code == 200:
+                result = response.json()
+                if any(result.get(name) != value for name, value in SETUP["verify_expect"].items()):
+                    response.failure(f"verification answered {result}")
 
     @task(20)
     def record(self) -> None:
