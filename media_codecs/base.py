@@ -75,10 +75,9 @@ class Codec(ABC):
     # Where the token travels, as verification reports it (addendum 5): "xmp" or another "metadata" box.
     token_source: ClassVar[str] = "metadata"
     can_watermark: ClassVar[bool] = False
-    # Whether signing reads the mark back from the signed file and keeps the answer with the record, so that
-    # verifying the file unchanged need not read the same pixels again. Only for formats whose content hash
-    # covers every byte the reader decodes, and whose read costs little beside the embed (images).
-    mark_read_on_signing: ClassVar[bool] = False
+    # Whether the content hash covers every byte the watermark reader decodes: then two files with a record's
+    # hash read alike, and verification keeps what the record's own file gave (Record.mark_in_file).
+    hash_covers_mark: ClassVar[bool] = False
     # Whether the format has a place for the token. Plain text has none: its token travels beside it.
     carries_token: ClassVar[bool] = True
     # What `fingerprint` returns ("image-phash"), or None for a format without a near-match fingerprint.

@@ -44,11 +44,11 @@ class Record(models.Model):
     phash_value = models.BigIntegerField(null=True, blank=True)
     signature = models.BinaryField()
     format = models.CharField(max_length=10, null=True, blank=True)  # set by server-managed signing
-    # Whether our reader found `watermark_id` in the signed file as server-managed signing made it (formats
-    # with `mark_read_on_signing`); null where it was not read (client-managed records, other formats).
-    # Verification of a file whose content hash still matches reports this instead of reading the same
-    # pixels again: the hash covers everything the reader decodes (docs/decisions.md, "Verify's cost").
-    watermark_readable = models.BooleanField(null=True, editable=False)
+    # What the watermark reader finds in the record's own file, the one its content hash describes: a mark
+    # (true) or none (false); null until a verification has read that file (formats with `hash_covers_mark`).
+    # Later verifications of the unchanged file report it instead of reading the same pixels again
+    # (docs/decisions.md, "Verify's cost").
+    mark_in_file = models.BooleanField(null=True, editable=False)
     signed_at = models.DateTimeField(default=timezone.now)
     # The record's index in the transparency log, set by the sequencer (transparency/services.py) in the
     # transaction that adds it to the tree; null until then. Record creation never touches it.

@@ -43,7 +43,6 @@ class RecordDraft:
     more_fingerprints: tuple[str, ...] = ()  # further values of the same kind (a video's later frames)
     record_id: uuid.UUID | None = None  # preset when the token was minted before storing (POST /v1/sign)
     upstream: UpstreamManifest | None = None  # the C2PA manifest the upload carried (POST /v1/sign)
-    watermark_readable: bool | None = None  # the mark read back from the signed file (POST /v1/sign, images)
 
 
 def record_create(*, org: Organization, draft: RecordDraft) -> Record:
@@ -83,6 +82,15 @@ class Submission:
     signature: bytes
     signed_payload: dict
     phash: str | None = None
+
+
+def record_keep_mark_in_file(*, record: Record, found: bool) -> None:
+    """Keep what the watermark reader found in the record's own file (a verification read it unchanged).
+
+    Only the first answer is written: every later read of that file finds the same. One UPDATE, no
+    transaction; two first verifications at once write the same value."""
+    Record.objects.filter(pk=record.pk, mark_in_file__isnull=True).update(mark_in_file=found)
+    record.mark_in_file = found
 
 
 def record_submit(*, org: Organization, submission: Submission) -> Record:
@@ -176,7 +184,7 @@ def _record_from(org: Organization, draft: RecordDraft) -> Record:
     record = Record(
         id=draft.record_id or uuid.uuid4(), org=org, generator_id=draft.key.generator_id, key=draft.key,
         model=draft.model, watermark_id=draft.watermark_id, content_hash=draft.content_hash,
-        signature=draft.signature, format=draft.format, watermark_readable=draft.watermark_readable)
+        signature=draft.signature, format=draft.format)
     if draft.more_fingerprints and not draft.phash:
         raise ValueError("further fingerprints need a first one")  # a programming error, as below
     if draft.phash:

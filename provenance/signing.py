@@ -55,7 +55,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     media, upstream = _without_upstream_manifest(media)
     record_id = uuid.uuid4()
     token = record_token(record_id)
-    watermark_id, mark_id = NO_WATERMARK, None
+    watermark_id = NO_WATERMARK
     with codec_errors(codec):
         if codec.watermark_possible(media):
             mark_id = secrets.randbits(64)
@@ -65,9 +65,6 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
         del media  # a marked copy of a 50 MB file is not kept beside the signed one and its stripped copy
         content_hash = content_hash_of_media(signed)
         fingerprints = codec.fingerprints(signed)
-        # Read once here (sharing the fingerprint's decode) so that verifying the unchanged file need not.
-        readable = (codec.extract_watermark(signed) == mark_id
-                    if mark_id is not None and codec.mark_read_on_signing else None)
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)
     signature = crypto.sign(generator_signing_seed(key), message)
@@ -75,8 +72,7 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
         phash=fingerprints[0] if fingerprints else None,
         fingerprint_kind=codec.fingerprint_kind if fingerprints else None, format=codec.family,
-        record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream,
-        watermark_readable=readable))
+        record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream))
     return SignedContent(data=signed.data, record=record, token=token, codec=codec)
 
 

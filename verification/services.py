@@ -24,6 +24,7 @@ from provenance.hashing import content_hash_of_opened
 from provenance.models import Record
 from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_id_from_token
+from provenance.services import record_keep_mark_in_file
 from provenance.tokens import InvalidToken
 from transparency.selectors import record_logs
 from verification import selectors
@@ -127,22 +128,25 @@ def _verify(data: bytes, media: Media | None, token: str | None) -> Verification
         _check_record(result, media, data)
         if manifest is not None:
             _check_manifest(result, manifest, data)
-    if token is not None:  # the mark is a signal beside the token: read it only when not already known
-        known = _mark_known(result)
-        result.watermark_found = known if known is not None else _watermark(media) is not None
+    if token is not None:  # the mark is a signal beside the token
+        result.watermark_found = _mark_found(result, media)
     _conclude(result)
     return result
 
 
-def _mark_known(result: Verification) -> bool | None:
-    """Whether the content carries a mark, when that is already known without reading it: the content
-    hash still matches a record whose signed file was read back when signing made it. The hash covers
-    everything the reader decodes, so reading again would see the same pixels and give the same answer.
-    None when it must be read."""
+def _mark_found(result: Verification, media: Media | None) -> bool:
+    """Whether the content carries a mark. A record's own file, unchanged (its content hash matches), is read
+    once and the answer kept with the record: the hash covers every byte the reader decodes, so a read of
+    that file finds the same each time. Any other file is read."""
     record = result.record
-    if record is None or result.tampered:
-        return None
-    return record.watermark_readable
+    own_file = (record is not None and not result.tampered and media is not None
+                and media.codec.hash_covers_mark)
+    if own_file and record.mark_in_file is not None:
+        return record.mark_in_file
+    found = _watermark(media) is not None
+    if own_file:
+        record_keep_mark_in_file(record=record, found=found)
+    return found
 
 
 def _watermark(media: Media | None) -> int | None:

@@ -24,7 +24,7 @@ class ImageCodec(Codec):
     family = "image"
     token_source = "xmp"
     can_watermark = True
-    mark_read_on_signing = True  # the hash covers the coding structures the pixels are decoded from
+    hash_covers_mark = True  # the hash covers the coding segments and scans the pixels are decoded from
     fingerprint_kind = "image-phash"  # imagehash's 64-bit DCT pHash
     pillow_format: ClassVar[str]  # Pillow's name for the format ("JPEG")
     # Re-encoding holds the decoded image, a marked copy and the encoder's own buffers: each format's

@@ -81,7 +81,7 @@ def test_a_record_with_its_three_parents_matches_the_orm():
     expected = Record.objects.select_related("org", "key", "generator").get(pk=record.pk)
     for parent_field in ("org", "key", "generator"):
         assert_same_rows(found, expected, parent_field)
-    assert bytes(found.signature) == bytes(expected.signature) and found.watermark_readable is None
+    assert bytes(found.signature) == bytes(expected.signature) and found.mark_in_file is None
     assert lookup.get(uuid.uuid4()) is None
 
 

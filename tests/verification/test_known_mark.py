@@ -1,14 +1,18 @@
-"""An image's mark is read back when it is signed; verifying the unchanged file reports that reading.
+"""What the watermark reader finds in a record's own file is read once and kept with the record.
 
-The content hash covers every byte the image reader decodes, so reading the mark of a file whose hash
-still matches would decode the same pixels and give the same answer. These tests hold the shortcut to
-that: the answer with it equals the answer of a real read, and every other file is read.
+The content hash covers every byte the image reader decodes, so a file whose hash matches its record reads
+the same each time: the first verification of it reads the mark and keeps the answer (`mark_in_file`), and
+later ones report that answer without decoding. These tests hold the kept answer equal to a read, and
+every other file read.
 """
 
+import base64
 import io
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from PIL import Image
 
 from media_codecs import get_codec
@@ -43,7 +47,7 @@ def mark_reads(monkeypatch) -> list[str]:
     return reads
 
 
-def _sign(client, generator, content: bytes):
+def _sign(client, generator, content: bytes) -> tuple[bytes, Record]:
     response = client.post("/v1/sign", {"content": io.BytesIO(content), "model": "m",
                                         "generator_id": str(generator.pk)}, format="multipart")
     assert response.status_code == 201, response.content[:300]
@@ -57,73 +61,82 @@ def _verify(api_client, content: bytes, token: str | None = None) -> dict:
     return response.json()
 
 
-@pytest.mark.parametrize(("content", "fmt", "readable"), [
+def _kept(record: Record) -> bool | None:
+    return Record.objects.values_list("mark_in_file", flat=True).get(pk=record.pk)
+
+
+@pytest.mark.parametrize(("content", "fmt", "found"), [
     (photo_bytes("astronaut", "jpeg"), "jpeg", True),
     (photo_bytes("coffee", "png"), "png", True),
     (photo_bytes("chelsea", "webp"), "webp", True),
     (encode(Image.fromarray(WHITE), "jpeg", quality=75), "jpeg", False),
 ], ids=["jpeg photo", "png photo", "webp photo", "white jpeg"])
-def test_the_answer_without_a_read_is_the_answer_of_a_read(api_client, key_client, org, generator, mark_reads,
-                                                           content, fmt, readable):
+def test_the_kept_answer_is_the_answer_of_a_read(api_client, key_client, org, generator, mark_reads,
+                                                 content, fmt, found):
     signed, record = _sign(key_client(org), generator, content)
-    # What signing kept is what an independent read of the signed file finds.
-    assert record.watermark_readable is readable
-    assert (get_codec(fmt).extract_watermark(signed) == int(record.watermark_id, 16)) is readable
+    assert _kept(record) is None
     mark_reads.clear()
 
-    remembered = _verify(api_client, signed)
+    first = _verify(api_client, signed)
+    assert mark_reads == [fmt] and _kept(record) is found
+    # What was kept is what an independent read of the signed file finds.
+    assert (get_codec(fmt).extract_watermark(signed) == int(record.watermark_id, 16)) is found
+    mark_reads.clear()
+    with CaptureQueriesContext(connection) as queries:
+        later = _verify(api_client, signed)
     assert mark_reads == []  # the unchanged file is not decoded at all
-    Record.objects.filter(pk=record.pk).update(watermark_readable=None)  # as if signing had not read it
-    read = _verify(api_client, signed)
-    assert mark_reads == [fmt]
-    assert remembered == read
-    assert read["signals"]["watermark_found"] is readable
-    assert read["confidence"] == ("high" if readable else "medium") and read["authentic"] is True
+    assert not any(query["sql"].startswith("UPDATE") for query in queries.captured_queries)
+    assert later == first
+    assert later["signals"]["watermark_found"] is found
+    assert later["authentic"] is True and later["confidence"] == ("high" if found else "medium")
 
 
-def test_a_changed_file_is_read(api_client, key_client, org, generator, mark_reads):
-    signed, _ = _sign(key_client(org), generator, photo_bytes("astronaut", "jpeg"))
+def test_a_changed_file_is_read_every_time_and_keeps_nothing(api_client, key_client, org, generator, mark_reads):
+    signed, record = _sign(key_client(org), generator, photo_bytes("astronaut", "jpeg"))
     token = get_codec("jpeg").extract_token(signed)
+    changed = reencode_jpeg(signed, 80)  # new pixels, the record's token given beside them
     mark_reads.clear()
-    result = _verify(api_client, reencode_jpeg(signed, 80), token=token)  # new pixels, the record's token
-    assert mark_reads == ["jpeg"]
-    assert result["tampered"] is True and result["signals"]["watermark_found"] is True
-    assert result["reason"] == "content_tampered" and result["confidence"] == "low"
+    for _ in range(2):
+        result = _verify(api_client, changed, token=token)
+        assert result["tampered"] is True and result["signals"]["watermark_found"] is True
+        assert result["reason"] == "content_tampered" and result["confidence"] == "low"
+    assert mark_reads == ["jpeg", "jpeg"] and _kept(record) is None
 
 
-def test_a_changed_file_whose_mark_is_gone_says_so(api_client, key_client, org, generator, mark_reads):
-    signed, _ = _sign(key_client(org), generator, photo_bytes("astronaut", "jpeg"))
+def test_a_changed_file_after_the_kept_answer_is_still_read(api_client, key_client, org, generator, mark_reads):
+    signed, record = _sign(key_client(org), generator, photo_bytes("astronaut", "jpeg"))
     token = get_codec("jpeg").extract_token(signed)
-    unmarked = photo_bytes("astronaut", "jpeg")  # the same picture, never marked: what signing kept is moot
+    assert _verify(api_client, signed)["signals"]["watermark_found"] is True and _kept(record) is True
+    unmarked = photo_bytes("astronaut", "jpeg")  # the same picture, never marked
     mark_reads.clear()
     result = _verify(api_client, unmarked, token=token)
     assert mark_reads == ["jpeg"]
     assert result["tampered"] is True and result["signals"]["watermark_found"] is False
 
 
-def test_a_client_managed_record_has_no_remembered_read(api_client, key_client, org, mark_reads):
+def test_a_client_managed_record_keeps_its_files_answer_too(api_client, key_client, org, mark_reads):
     client_generator, seed = factories.make_client_generator(org=org)
-    content = photo_bytes("coffee", "jpeg")
+    content = photo_bytes("coffee", "jpeg")  # the client's own file, unmarked
     body = factories.record_body(generator=client_generator, seed=seed, content=content,
                                  watermark_id="00000000000000ff")
     created = key_client(org).post("/v1/records", body, format="json")
     assert created.status_code == 201, created.content[:300]
-    assert Record.objects.get(pk=created.json()["record_id"]).watermark_readable is None
-    result = _verify(api_client, content, token=created.json()["token"])
-    assert mark_reads == ["jpeg"]  # the client made the file: its mark is read like any other's
-    assert result["authentic"] is True and result["signals"]["watermark_found"] is False
+    record = Record.objects.get(pk=created.json()["record_id"])
+    for _ in range(2):
+        result = _verify(api_client, content, token=created.json()["token"])
+        assert result["authentic"] is True and result["signals"]["watermark_found"] is False
+    assert mark_reads == ["jpeg"] and _kept(record) is False
 
 
-def test_a_batch_uses_what_signing_read_for_each_unchanged_item(api_client, key_client, org, generator, mark_reads):
-    import base64
-
-    signed, _ = _sign(key_client(org), generator, photo_bytes("astronaut", "jpeg"))
+def test_a_batch_keeps_and_uses_the_answer_per_item(api_client, key_client, org, generator, mark_reads):
+    signed, record = _sign(key_client(org), generator, photo_bytes("astronaut", "jpeg"))
     mark_reads.clear()
     items = [{"content": base64.b64encode(signed).decode()},
+             {"content": base64.b64encode(signed).decode()},
              {"content": base64.b64encode(reencode_jpeg(signed, 85)).decode()}]  # no token left: read
     response = api_client.post("/v1/verify/batch", {"items": items}, format="json")
     assert response.status_code == 200
-    first, second = response.json()
-    assert mark_reads == ["jpeg"]
-    assert first["confidence"] == "high" and first["token_source"] == "xmp"
-    assert second["token_source"] == "watermark" and second["record_id"] == first["record_id"]
+    first, second, third = response.json()
+    assert mark_reads == ["jpeg", "jpeg"]  # the first signed item and the re-encoded one
+    assert first == second and first["confidence"] == "high" and _kept(record) is True
+    assert third["token_source"] == "watermark" and third["record_id"] == first["record_id"]
