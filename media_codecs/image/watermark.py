@@ -72,7 +72,8 @@ _MAX_SHEAR_COSINE = 0.3  # the tile vectors stay within ~17° of perpendicular
 _PEAK_EMPHASIS, _PEAK_BOX = 1.0, 7
 _REFINE_MIN_SCORE = 5.0  # pilot score (best of 4 flips) of a failed lattice guess worth refining
 _REFINE_STEPS = (-0.01, -0.005, 0.005, 0.01)  # relative nudges of each axis's scale
-_LATTICE_PEAKS = 24  # strongest autocorrelation peaks per axis paired into lattice candidates
+_LATTICE_PEAKS = 32  # strongest autocorrelation peaks of each axis, paired with every peak of the other
+_AXIS_PEAKS = 512  # at most this many peaks per axis (bounded time on busy images)
 _LATTICE_POINTS = ((1, 0), (0, 1), (1, 1), (1, -1), (2, 0), (0, 2), (2, 1), (1, 2), (2, -1), (1, -2))
 
 _CODED_BITS = ecc.CODED_BITS
@@ -360,7 +361,7 @@ def _lattice_candidates(residual: np.ndarray, count: int = 6) -> list[np.ndarray
     vectors: a similarity of the square grid after a scale or rotation, a general affine one after
     an aspect-ratio change (or both). A pair of peaks (u near the x axis, v near the y axis) is
     scored with the peaks its lattice implies at u + v, u - v, 2u, ..., which tells the tiling
-    apart from the image's own repetitive texture. The strongest peaks of each axis are paired.
+    apart from the image's own repetitive texture.
     """
     longest = min(_SCALE_RANGE[1] * TILE, 0.75 * min(residual.shape))
     max_lag = int(np.ceil(longest * np.sqrt(2))) + 2  # room for the diagonals
@@ -368,7 +369,10 @@ def _lattice_candidates(residual: np.ndarray, count: int = 6) -> list[np.ndarray
     u, v = _axis_peaks(acf, max_lag, longest)
     if len(u) == 0 or len(v) == 0:
         return []
-    blocks = [(u, v)]
+    # One tile vector often stands out while the other is buried among the host's peaks (a codec's
+    # block grid, texture): the strongest few of each axis are paired with every peak of the other.
+    strong = _LATTICE_PEAKS
+    blocks = [(u[:strong], v), (u[strong:], v[:strong])]
     near_max = cv2.dilate(acf, np.ones((3, 3), np.uint8))  # tolerate a pixel of lattice distortion
     scores, bases = [], []
     for us, vs in blocks:
@@ -395,7 +399,7 @@ def _axis_peaks(acf: np.ndarray, max_lag: int, longest: float) -> tuple[np.ndarr
 
     def strongest(cone: np.ndarray) -> np.ndarray:
         ys, xs = np.nonzero(local_max & cone)
-        keep = np.argsort(acf[ys, xs])[::-1][:_LATTICE_PEAKS]
+        keep = np.argsort(acf[ys, xs])[::-1][:_AXIS_PEAKS]
         return np.stack([ys[keep] - max_lag, xs[keep] - max_lag], axis=-1)
 
     x_cone, y_cone = _lag_cones(max_lag, longest)
