@@ -1,7 +1,7 @@
 """Benchmark the luminance watermark beside its previous version and invisible-watermark.
 
 Run from the project root:  .venv/bin/python bench/watermark.py [--ids 5] [--no-svd] [--new-only]
-    [--unmarked 1000] [--large-only] [--size-sweep]
+    [--unmarked 1000] [--large-only] [--size-sweep] [--baseline COMMIT]
 
 Needs scikit-image (sample photos, SSIM) and, for the peer, invisible-watermark installed
 with --no-deps plus PyWavelets (its unused RivaGAN module imports torch, which is stubbed).
@@ -9,7 +9,8 @@ with --no-deps plus PyWavelets (its unused RivaGAN module imports torch, which i
 from git (the bench needs a clone with its history).
 Prints one markdown table: exact-id recovery per attack (issue 19 added aspect-ratio changes,
 flips, combinations and a 256-px JPEG 75 re-share), PSNR/SSIM, speed, false ids on unmarked
-images; then the 12 MP timings of ours and the previous version.
+images; then the 12 MP timings of ours and the previous version (and of this watermark at each
+--baseline commit, e.g. the branch point of a change to the reader).
 """
 
 from __future__ import annotations
@@ -458,29 +459,34 @@ def print_table(results: dict[str, dict], attacks) -> None:
         print(f"| {label} | " + " | ".join(cell(results[n]) for n in names) + " |")
 
 
-def time_large_image(seed: int, repeats: int = 3) -> str:
+def time_large_image(seed: int, repeats: int = 3, baselines: tuple[str, ...] = ()) -> str:
     """Sign-path budget: a 12 MP (4000x3000) photo-like luminance plane, median of a few runs,
-    ours beside the previous version in the same run."""
+    ours beside the previous version (and beside this watermark at each commit of ``baselines``) in
+    the same run, the runs interleaved so that a busy machine slows every version alike."""
     import skimage.data
 
     from media_codecs.image import watermark
 
     y = cv2.resize(rgb_to_ycbcr(skimage.data.astronaut())[0], (4000, 3000), interpolation=cv2.INTER_CUBIC)
     unmarked = np.rint(y)
-    lines = []
-    for label, module in (("ours", watermark), ("previous version", previous_version)):
-        marked = np.clip(np.rint(module.embed_luma(y, seed)), 0, 255)
-        timings = {"embed": (module.embed_luma, (y, seed)), "extract": (module.extract_luma, (marked,)),
-                   "extract on unmarked": (module.extract_luma, (unmarked,))}
-        parts = []
-        for name, (function, arguments) in timings.items():
-            runs = []
-            for _ in range(repeats):
+    versions = [("ours", watermark), ("previous version", previous_version)]
+    versions += [(f"at {commit}", _module_at(commit, "media_codecs/image/watermark.py", f"watermark_at_{commit}"))
+                 for commit in baselines]
+    marked = {label: np.clip(np.rint(module.embed_luma(y, seed)), 0, 255) for label, module in versions}
+    names = ("embed", "extract", "extract on unmarked")
+    runs = {(label, name): [] for label, _ in versions for name in names}
+    for _ in range(repeats):
+        for label, module in versions:
+            calls = ((module.embed_luma, (y, seed)), (module.extract_luma, (marked[label],)),
+                     (module.extract_luma, (unmarked,)))
+            for name, (function, arguments) in zip(names, calls, strict=True):
                 start = time.perf_counter()
                 function(*arguments)
-                runs.append(time.perf_counter() - start)
-            parts.append(f"{name} {1e3 * float(np.median(runs)):.0f} ms")
-        read_ok = module.extract_luma(marked) == seed and module.extract_luma(unmarked) is None
+                runs[label, name].append(time.perf_counter() - start)
+    lines = []
+    for label, module in versions:
+        parts = [f"{name} {1e3 * float(np.median(runs[label, name])):.0f} ms" for name in names]
+        read_ok = module.extract_luma(marked[label]) == seed and module.extract_luma(unmarked) is None
         lines.append(f"12 MP luminance, {label} (median of {repeats}): " + ", ".join(parts)
                      + f"; reads correct: {read_ok}")
     return "\n".join(lines)
@@ -515,11 +521,13 @@ def main() -> None:
     parser.add_argument("--new-only", action="store_true", help="only the attacks added by issue 19")
     parser.add_argument("--no-large", action="store_true", help="skip the 12 MP timing")
     parser.add_argument("--large-only", action="store_true", help="only the 12 MP timing")
+    parser.add_argument("--baseline", action="append", default=[], metavar="COMMIT",
+                        help="also time this watermark as it stood at COMMIT (12 MP timing; repeatable)")
     parser.add_argument("--size-sweep", action="store_true", help="only the read rate of downscaled JPEG copies")
     args = parser.parse_args()
 
     if args.large_only:
-        print(time_large_image(args.seed, repeats=5))
+        print(time_large_image(args.seed, repeats=5, baselines=tuple(args.baseline)))
         return
     photos = load_photos()
     if args.photos:
@@ -543,7 +551,7 @@ def main() -> None:
           f"side); {len(unmarked)} unmarked images\n")
     print_table(results, attacks)
     if not args.no_large:
-        print("\n" + time_large_image(args.seed))
+        print("\n" + time_large_image(args.seed, baselines=tuple(args.baseline)))
 
 
 if __name__ == "__main__":

@@ -72,7 +72,8 @@ _MAX_SHEAR_COSINE = 0.3  # the tile vectors stay within ~17° of perpendicular
 _PEAK_EMPHASIS, _PEAK_BOX = 1.0, 7
 _REFINE_MIN_SCORE = 5.0  # pilot score (best of 4 flips) of a failed lattice guess worth refining
 _REFINE_STEPS = (-0.01, -0.005, 0.005, 0.01)  # relative nudges of each axis's scale
-_LATTICE_PEAKS = 24  # strongest autocorrelation peaks per axis paired into lattice candidates
+_LATTICE_PEAKS = 32  # strongest autocorrelation peaks of each axis, paired with every peak of the other
+_AXIS_PEAKS = 512  # at most this many peaks per axis (bounded time on busy images)
 _LATTICE_POINTS = ((1, 0), (0, 1), (1, 1), (1, -1), (2, 0), (0, 2), (2, 1), (1, 2), (2, -1), (1, -2))
 
 _CODED_BITS = ecc.CODED_BITS
@@ -324,17 +325,9 @@ def _decode(soft: np.ndarray) -> int | None:
     return ecc.decode(soft, _MIN_CODEWORD_AGREEMENT)[0]
 
 
-def _read_aligned(y: np.ndarray) -> int | None:
-    """Read a mark whose tiles are axis-aligned at the embedding scale (any translation), as it
-    is or mirrored: a flip of the image is a flip of the folded tile (up to a cyclic shift, which
-    the pilot search absorbs), so the four mirror images cost one fold and four tile FFTs."""
-    return _read_with_score(y)[0]
-
-
-def _autocorrelation(y: np.ndarray, max_lag: int) -> np.ndarray:
-    """Per-overlap autocorrelation of the whitened image for lags up to ``max_lag``
+def _autocorrelation(residual: np.ndarray, max_lag: int) -> np.ndarray:
+    """Per-overlap autocorrelation of the whitened image ``residual`` for lags up to ``max_lag``
     (array of side 2 * max_lag + 1, zero lag at the centre)."""
-    residual = _whiten(y)
     height, width = residual.shape
     # padding by max_lag keeps those lags linear (no wrap-around)
     size_y = cv2.getOptimalDFTSize(max(height, max_lag + 1) + max_lag)
@@ -352,7 +345,9 @@ def _autocorrelation(y: np.ndarray, max_lag: int) -> np.ndarray:
         modulus = np.maximum(modulus - _PEAK_EMPHASIS * background, 0)
     magnitude[..., 0] = modulus
     acf = cv2.idft(magnitude, flags=cv2.DFT_REAL_OUTPUT | cv2.DFT_SCALE)
-    acf = np.roll(acf, (max_lag, max_lag), axis=(0, 1))[: 2 * max_lag + 1, : 2 * max_lag + 1]
+    rows = np.arange(-max_lag, max_lag + 1) % size_y  # the lags we keep, zero lag at the centre
+    cols = np.arange(-max_lag, max_lag + 1) % size_x
+    acf = acf[np.ix_(rows, cols)]
     lags = np.abs(np.arange(-max_lag, max_lag + 1))
     overlap = np.outer(height - lags, width - lags).astype(np.float32)
     # by the square root of the overlap: noise of equal strength at every lag (a z-score), so far
@@ -360,41 +355,81 @@ def _autocorrelation(y: np.ndarray, max_lag: int) -> np.ndarray:
     return acf / np.sqrt(np.maximum(overlap, 0.05 * height * width))
 
 
-def _lattice_candidates(y: np.ndarray, count: int = 6) -> list[np.ndarray]:
-    """Likely 2x2 maps (columns: observed tile x/y vectors) from autocorrelation peaks.
+def _lattice_candidates(residual: np.ndarray, count: int = 6) -> list[np.ndarray]:
+    """Likely 2x2 maps (columns: observed tile x/y vectors) from the autocorrelation peaks of the
+    whitened image ``residual``.
 
     The tiling makes the autocorrelation peak on a lattice spanned by the two observed tile
     vectors: a similarity of the square grid after a scale or rotation, a general affine one after
     an aspect-ratio change (or both). A pair of peaks (u near the x axis, v near the y axis) is
-    scored with the peaks its lattice implies at u + v and u - v, which tells the tiling apart
-    from the image's own repetitive texture.
+    scored with the peaks its lattice implies at u + v, u - v, 2u, ..., which tells the tiling
+    apart from the image's own repetitive texture.
     """
-    longest = min(_SCALE_RANGE[1] * TILE, 0.75 * min(y.shape))
+    longest = min(_SCALE_RANGE[1] * TILE, 0.75 * min(residual.shape))
     max_lag = int(np.ceil(longest * np.sqrt(2))) + 2  # room for the diagonals
-    acf = _autocorrelation(y, max_lag)
+    acf = _autocorrelation(residual, max_lag)
+    u, v = _axis_peaks(acf, max_lag, longest)
+    if len(u) == 0 or len(v) == 0:
+        return []
+    # One tile vector often stands out while the other is buried among the host's peaks (a codec's
+    # block grid, texture): the strongest few of each axis are paired with every peak of the other.
+    strong = _LATTICE_PEAKS
+    blocks = [(u[:strong], v), (u[strong:], v[:strong])]
+    near_max = cv2.dilate(acf, np.ones((3, 3), np.uint8))  # tolerate a pixel of lattice distortion
+    scores, bases = [], []
+    for us, vs in blocks:
+        if len(us) == 0:
+            continue
+        scores.append(_lattice_scores(acf, near_max, max_lag, us, vs).ravel())
+        pair_u, pair_v = np.repeat(us, len(vs), axis=0), np.tile(vs, (len(us), 1))
+        bases.append(np.stack([pair_u, pair_v], axis=-1))  # (y, x) rows, columns u, v
+    score, basis = np.concatenate(scores), np.concatenate(bases).astype(np.float64)
+    plausible = np.flatnonzero(np.isfinite(score))
+    if len(plausible) > count:
+        plausible = plausible[np.argpartition(score[plausible], -count)[-count:]]
+    maps = []
+    for best in plausible[np.argsort(score[plausible])[::-1]]:
+        refined = _refine_lattice(acf, max_lag, basis[best])
+        maps.append(refined[::-1] / TILE)  # rows x, y
+    return maps
+
+
+def _axis_peaks(acf: np.ndarray, max_lag: int, longest: float) -> tuple[np.ndarray, np.ndarray]:
+    """Local maxima of the autocorrelation at tile-like lags, strongest first, as (y, x) lags:
+    those within 45° of +x (candidates for the x tile vector) and within 45° of +y."""
+    local_max = acf >= cv2.dilate(acf, np.ones((5, 5), np.uint8))
+
+    def strongest(cone: np.ndarray) -> np.ndarray:
+        ys, xs = np.nonzero(local_max & cone)
+        keep = np.argsort(acf[ys, xs])[::-1][:_AXIS_PEAKS]
+        return np.stack([ys[keep] - max_lag, xs[keep] - max_lag], axis=-1)
+
+    x_cone, y_cone = _lag_cones(max_lag, longest)
+    return strongest(x_cone), strongest(y_cone)
+
+
+@lru_cache(maxsize=8)
+def _lag_cones(max_lag: int, longest: float) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of the lags (side 2 * max_lag + 1) a tile vector may take: length in the scale range,
+    within 45° of +x for the x vector, within 45° of +y for the y vector (cached: large images
+    all have the same lag range)."""
     lag_y, lag_x = np.mgrid[-max_lag : max_lag + 1, -max_lag : max_lag + 1]
     lag = np.hypot(lag_y, lag_x)
     in_range = (lag >= _SCALE_RANGE[0] * TILE) & (lag <= longest)
-    local_max = acf >= cv2.dilate(acf, np.ones((5, 5), np.uint8))
-    near_max = cv2.dilate(acf, np.ones((3, 3), np.uint8))  # tolerate a pixel of lattice distortion
+    return (in_range & (lag_x > 0) & (np.abs(lag_y) <= lag_x),
+            in_range & (lag_y > 0) & (np.abs(lag_x) < lag_y))
 
-    def strongest(cone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        ys, xs = np.nonzero(in_range & local_max & cone)
-        keep = np.argsort(acf[ys, xs])[::-1][:_LATTICE_PEAKS]
-        return ys[keep] - max_lag, xs[keep] - max_lag
 
-    uy, ux = strongest((lag_x > 0) & (np.abs(lag_y) <= lag_x))  # x tile vector: within 45° of +x
-    vy, vx = strongest((lag_y > 0) & (np.abs(lag_x) < lag_y))  # y tile vector: within 45° of +y
-    if len(ux) == 0 or len(vx) == 0:
-        return []
-    uy, ux, vy, vx = uy[:, None], ux[:, None], vy[None, :], vx[None, :]
+def _lattice_scores(acf: np.ndarray, near_max: np.ndarray, max_lag: int, u: np.ndarray,
+                    v: np.ndarray) -> np.ndarray:
+    """Score of every pair (u[i], v[j]) of (y, x) lags as a tile lattice: the autocorrelation (a
+    z-score at every lag) summed over its points near the origin, divided by the square root of
+    their number; -inf for pairs no aspect change or small rotation of the square tile gives."""
+    uy, ux, vy, vx = u[:, 0, None], u[:, 1, None], v[None, :, 0], v[None, :, 1]
     length_u, length_v = np.hypot(uy, ux), np.hypot(vy, vx)
     cosine = (uy * vy + ux * vx) / (length_u * length_v)
     plausible = ((length_v / length_u >= _ASPECT_RANGE[0]) & (length_v / length_u <= _ASPECT_RANGE[1])
                  & (np.abs(cosine) <= _MAX_SHEAR_COSINE))
-
-    # each candidate lattice is scored by the autocorrelation (a z-score at every lag) summed over
-    # its points near the origin, divided by the square root of their number
     total, terms = np.zeros(plausible.shape), np.zeros(plausible.shape)
     for i, j in _LATTICE_POINTS:
         py, px = i * uy + j * vy, i * ux + j * vx
@@ -404,16 +439,7 @@ def _lattice_candidates(y: np.ndarray, count: int = 6) -> list[np.ndarray]:
         total += np.where(inside, value, 0.0)
         terms += inside
     score = total / np.sqrt(np.maximum(terms, 1))
-    score = np.where(plausible, score, -np.inf)
-    maps = []
-    for best in np.argsort(score, axis=None)[::-1][:count]:
-        i, j = np.unravel_index(best, score.shape)
-        if not np.isfinite(score[i, j]):
-            break
-        basis = np.array([[uy[i, 0], vy[0, j]], [ux[i, 0], vx[0, j]]], dtype=np.float64)  # columns u, v
-        refined = _refine_lattice(acf, max_lag, basis)
-        maps.append(refined[::-1] / TILE)  # rows x, y
-    return maps
+    return np.where(plausible, score, -np.inf)
 
 
 def _refine_lattice(acf: np.ndarray, max_lag: int, basis: np.ndarray) -> np.ndarray:
@@ -481,12 +507,17 @@ def extract_luma(y: np.ndarray) -> int | None:
     if y.ndim != 2 or min(y.shape) < MIN_READ_SIDE:
         return None
     y = np.asarray(y, dtype=np.float32)
-    mark_id = _read_aligned(_centre_window(y, READ_WINDOW))
+    # tiles axis-aligned at the embedding scale (any translation), as they are or mirrored
+    residual = _whiten(_centre_window(y, READ_WINDOW))
+    mark_id = _read_folded(_fold(residual))[0]
     if mark_id is not None:
         return mark_id
+    # The lattice search takes the centre of that residual (whitening is local). Each guess then
+    # whitens its own resampled luminance: resampling the residual instead lost more of a small
+    # copy's mark (copies at 50% and JPEG 75: 5/40 read against 11/40).
     window = _centre_window(y, _SYNC_WINDOW)
     refined = False
-    for transform in _lattice_candidates(window):
+    for transform in _lattice_candidates(_centre_window(residual, _SYNC_WINDOW)):
         if np.allclose(transform, np.eye(2), atol=2e-3):
             continue  # the aligned read above already covered this
         mark_id, score = _read_with_score(_to_embedding_grid(window, transform))
@@ -499,8 +530,16 @@ def extract_luma(y: np.ndarray) -> int | None:
 
 
 def _read_with_score(grid: np.ndarray) -> tuple[int | None, float]:
-    """``_read_aligned`` that also returns the best pilot score of the four flips."""
-    folded = _fold(_whiten(grid))
+    """The id in a luminance ``grid`` whose tiles are axis-aligned at the embedding scale, and the
+    best pilot score of the four flips."""
+    return _read_folded(_fold(_whiten(grid)))
+
+
+def _read_folded(folded: np.ndarray) -> tuple[int | None, float]:
+    """The id in a folded tile or one of its four flips (None if none passes the pilot, CRC and
+    codeword checks), and the best pilot score of the four. A flip of the image is a flip of the
+    folded tile (up to a cyclic shift, which the pilot search absorbs), so the four mirror images
+    cost one fold and four tile FFTs."""
     best = 0.0
     for flipped in (folded, folded[:, ::-1], folded[::-1], folded[::-1, ::-1]):
         spectrum = _flat_spectrum(flipped)
