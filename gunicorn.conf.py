@@ -13,9 +13,7 @@ import os
 # Environment: GUNICORN_BIND (the proxy reaches the app here), WEB_CONCURRENCY (gunicorn's own name),
 # FORWARDED_ALLOW_IPS (read by gunicorn itself: the proxy's address, default 127.0.0.1).
 bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")]
-# Two workers a core: under the mixed load a worker spends about 30% of its time waiting on PostgreSQL and
-# Redis round trips (py-spy), and the core's second worker computes meanwhile (docs/reliability.md, "Load").
-workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * len(os.sched_getaffinity(0)))  # 2 x nproc
+workers = int(os.environ.get("WEB_CONCURRENCY") or len(os.sched_getaffinity(0)))  # nproc
 
 # gthread keeps the proxy's upstream connections alive in a poller without holding the thread; one
 # thread a worker because 4 measured 40% slower (GIL contention, docs/performance.md).

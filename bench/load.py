@@ -40,7 +40,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--connections", type=int, default=32, help="locust users, one keep-alive connection each")
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_load")
     parser.add_argument("--redis-url", default=None, help="an existing Redis (default: start our own)")
-    parser.add_argument("--workers", type=int, default=None, help="default: gunicorn.conf.py's (twice the CPU count)")
+    parser.add_argument("--workers", type=int, default=None, help="default: gunicorn.conf.py's (CPU count)")
     parser.add_argument("--verify", choices=["signed", "reshared"], default="signed",
                         help="what verification uploads: the signed JPEG as signing returned it (default), or a "
                              "re-shared copy (re-encoded at quality 85, no metadata: the mark is read and finds "
