@@ -112,5 +112,6 @@ def main() -> None:
           "'re-shared copy': that file re-encoded at quality 85 without metadata; the mark is read and finds "
           "the record.")
 
+
 if __name__ == "__main__":
     main()

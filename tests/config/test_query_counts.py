@@ -66,6 +66,7 @@ def test_verify_is_a_few_statements(api_client, key_client, org):
     generator = factories.make_generator(org=org, formats=["image"])
     signed = key_client(org).post("/v1/sign", {"content": io.BytesIO(photo_bytes()), "model": "m",
                                                "generator_id": str(generator.pk)}, format="multipart").content
+
     def verify():
         return api_client.post("/v1/verify", {"content": io.BytesIO(signed)}, format="multipart")
 
