@@ -1,7 +1,7 @@
 """Benchmark the luminance watermark beside its previous version and invisible-watermark.
 
 Run from the project root:  .venv/bin/python bench/watermark.py [--ids 5] [--no-svd] [--new-only]
-    [--unmarked 1000] [--large-only] [--size-sweep] [--baseline COMMIT]
+    [--unmarked 1000] [--large-only] [--size-sweep] [--small-sweep] [--baseline COMMIT]
 
 Needs scikit-image (sample photos, SSIM) and, for the peer, invisible-watermark installed
 with --no-deps plus PyWavelets (its unused RivaGAN module imports torch, which is stubbed).
@@ -508,6 +508,43 @@ def size_sweep(photos, ids_per_photo: int, seed: int, factors=(0.9, 0.75, 0.6, 0
     return "copy scaled by (then JPEG 75): " + ", ".join(f"{f:.0%} {hits[f]}/{trials}" for f in factors)
 
 
+def _to_short_side(rgb: np.ndarray, side: int, resampler: str) -> np.ndarray:
+    height, width = rgb.shape[:2]
+    factor = side / min(height, width)
+    size = (round(width * factor), round(height * factor))
+    if resampler == "OpenCV area":
+        return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
+    method = {"Lanczos": Image.Resampling.LANCZOS, "bicubic": Image.Resampling.BICUBIC}[resampler]
+    return np.array(Image.fromarray(rgb).resize(size, method))
+
+
+def small_sweep(photos, ids_per_photo: int, seed: int, sides=(384, 320, 256, 224, 192, 160)) -> str:
+    """How small a re-shared copy may get: each marked photo of 512 px or more on its short side scaled
+    so that its short side is each of ``sides`` (three resamplers), saved as JPEG 75, JPEG 60 and WebP 80."""
+    rng = np.random.default_rng(seed)
+    scheme = Ours()
+    resamplers, encodings = ("Lanczos", "bicubic", "OpenCV area"), (("JPEG", 75), ("JPEG", 60), ("WEBP", 80))
+    columns = [(r, e) for r in resamplers for e in encodings]
+    hits, trials = {(side, column): 0 for side in sides for column in columns}, 0
+    for photo in photos.values():
+        if min(photo.shape[:2]) < SMALL_SOURCE_MIN:
+            continue
+        for _ in range(ids_per_photo):
+            mark_id = int(rng.integers(0, 2**63, dtype=np.uint64))
+            signed, trials = scheme.embed(photo, mark_id), trials + 1
+            for side in sides:
+                for resampler in resamplers:
+                    small = _to_short_side(signed, side, resampler)
+                    for fmt, quality in encodings:
+                        copy = _encode(small, fmt, quality=quality)
+                        hits[side, (resampler, (fmt, quality))] += scheme.extract(copy) == mark_id
+    header = "| short side | " + " | ".join(f"{r}, {f} {q}" for r, (f, q) in columns) + " |"
+    lines = [f"{trials} marked photographs of 512 px or more on the short side, exact-id recovery", "",
+             header, "|---" * (len(columns) + 1) + "|"]
+    lines += [f"| {side} | " + " | ".join(f"{hits[side, c]}/{trials}" for c in columns) + " |" for side in sides]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ids", type=int, default=5, help="random ids per photo (default 5)")
@@ -524,6 +561,8 @@ def main() -> None:
     parser.add_argument("--baseline", action="append", default=[], metavar="COMMIT",
                         help="also time this watermark as it stood at COMMIT (12 MP timing; repeatable)")
     parser.add_argument("--size-sweep", action="store_true", help="only the read rate of downscaled JPEG copies")
+    parser.add_argument("--small-sweep", action="store_true",
+                        help="only the read rate of small re-shared copies (by short side, resampler and format)")
     args = parser.parse_args()
 
     if args.large_only:
@@ -534,6 +573,9 @@ def main() -> None:
         photos = {name: photos[name] for name in args.photos}
     if args.size_sweep:
         print(size_sweep(photos, args.ids, args.seed))
+        return
+    if args.small_sweep:
+        print(small_sweep(photos, args.ids, args.seed))
         return
     attacks = args.attacks or list(NEW_ATTACKS if args.new_only else ATTACKS)
     unmarked = unmarked_corpus(args.unmarked, args.seed)

@@ -15,7 +15,7 @@ from media_codecs import get_codec
 from media_codecs.image.phash import phash_hex
 from provenance.tokens import mint_token
 from tests import factories
-from tests.media import encode, photo_bytes, reencode_jpeg, strip_metadata
+from tests.media import decode, encode, photo_bytes, reencode_jpeg, strip_metadata
 
 pytestmark = pytest.mark.django_db
 URL = "/v1/verify"
@@ -69,6 +69,21 @@ def test_a_reencoded_image_is_tampered_but_still_watermarked(api_client, key_cli
     assert (result["tampered"], result["authentic"], result["reason"]) == (True, False, "content_tampered")
     assert result["token_source"] == "watermark" and result["confidence"] == "low"
     assert result["record_id"] == signed["X-Service-Record-Id"]
+
+
+@pytest.mark.parametrize("photo", ["astronaut", "retina"])
+def test_a_small_reshared_copy_is_found_by_its_watermark(api_client, key_client, org, generator, photo):
+    # issue 19: short side 256 px (Lanczos), JPEG 75, no metadata: the second watermark layer names the
+    # record before the pHash is consulted (astronaut is 512 px, retina 1411)
+    signed = _sign(key_client(org), generator, photo_bytes(photo, "jpeg"))
+    image = decode(signed.content).convert("RGB")
+    factor = 256 / min(image.size)
+    copy = image.resize((round(image.width * factor), round(image.height * factor)), Image.Resampling.LANCZOS)
+    result = _verify(api_client, encode(copy, "jpeg", quality=75))
+    assert result["token_source"] == "watermark"
+    assert result["signals"] == {"watermark_found": True, "record_found": True, "signature_valid": True}
+    assert result["record_id"] == signed["X-Service-Record-Id"]
+    assert (result["tampered"], result["confidence"]) == (True, "low")
 
 
 def test_an_explicit_token_is_used_first(api_client, key_client, org, generator):
