@@ -315,3 +315,28 @@ def test_an_image_under_256_pixels_a_side_carries_only_the_first_layer():
     assert _host_measures(lambda first, last: y[first:last], *y.shape)[1] is None
     marked = np.clip(np.rint(embed_luma(y, MARK_ID)), 0, 255)
     assert extract_luma(marked) == MARK_ID
+
+
+@pytest.mark.parametrize("size", [256, 301, 512, 1411, 4000])
+def test_the_banded_round_trip_is_the_resampling_matrices_product(size):
+    from media_codecs.image.watermark import _apply_round_trip, _area_matrix, _linear_matrix, _round_trip
+
+    dense = _area_matrix(size) @ _linear_matrix(size)
+    change = np.random.default_rng(size).normal(size=dense.shape).astype(np.float32)
+    trip = _round_trip(size)
+    np.testing.assert_allclose(_apply_round_trip(change, trip, trip), dense @ change @ dense.T, atol=1e-4)
+
+
+def test_embedding_in_bands_equals_embedding_the_whole_plane_past_the_kept_size():
+    # past _WHOLE_PLANE_PIXELS the canonical copy is summed band by band: the same mark to rounding
+    from media_codecs.image import watermark
+
+    y = np.asarray(Image.fromarray(skimage.data.astronaut()).resize((2100, 2000)).convert("L"), dtype=np.float32)
+    banded = embed_luma(y, MARK_ID)
+    limit = watermark._WHOLE_PLANE_PIXELS
+    try:
+        watermark._WHOLE_PLANE_PIXELS = y.size
+        whole = embed_luma(y, MARK_ID)
+    finally:
+        watermark._WHOLE_PLANE_PIXELS = limit
+    np.testing.assert_allclose(banded, whole, atol=2e-3)
