@@ -327,6 +327,7 @@ def _resized_rows(grid: np.ndarray, height: int, width: int, top: int, bottom: i
 # ---------------------------------------------------------------- small-copy layer
 
 
+@lru_cache(maxsize=2)  # an image's height and width: up to 16 MB each at _CANON_MAX_SIDE
 def _area_matrix(size: int) -> np.ndarray:
     """``CANON`` x ``size``: the area means of a downscale from ``size`` to ``CANON`` samples (each
     output averages its share of the input, as OpenCV's INTER_AREA does)."""
