@@ -258,7 +258,7 @@ def _host_measures(luma_rows: Callable[[int, int], np.ndarray], height: int,
     # with enough rows around each band for the Gaussian to see what it would see on the whole plane.
     energy, mean_y = [], []
     with_canonical = min(height, width) >= CANON and max(height, width) <= _CANON_MAX_SIDE
-    canonical = _CanonicalCopy(height, width)
+    canonical = _CanonicalCopy(height, width) if with_canonical else None
     gridded = height - height % _GRID
     for top in range(0, gridded, _EMBED_BAND):
         bottom = min(gridded, top + _EMBED_BAND)
@@ -267,12 +267,12 @@ def _host_measures(luma_rows: Callable[[int, int], np.ndarray], height: int,
         residual = (y - cv2.GaussianBlur(y, (0, 0), _WHITEN_SIGMA))[top - first : bottom - first]
         energy.append(_block_means(residual * residual))
         mean_y.append(_block_means(y[top - first : bottom - first]))
-        if with_canonical:
+        if canonical is not None:
             # the last band also takes the rows below the 4x4 grid (they are within its blur margin)
             band_end = height if bottom == gridded else bottom
             canonical.add(top, y[top - first : band_end - first])
     small, small_y = np.concatenate(energy), np.concatenate(mean_y)
-    return _masking_gain(small, small_y), canonical.result() if with_canonical else None
+    return _masking_gain(small, small_y), None if canonical is None else canonical.result()
 
 
 def _masking_gain(small: np.ndarray, small_y: np.ndarray) -> np.ndarray:
