@@ -222,26 +222,24 @@ def embed_bands(luma_rows: Callable[[int, int], np.ndarray], shape: tuple[int, .
         raise WatermarkError("mark_id must be an unsigned 64-bit integer")
     coded = ecc.conv_encode(ecc.payload_bits(mark_id))
     tile = _tile_pattern(coded)
-    gain_grid, canonical = _host_measures(luma_rows, height, width)
+    gain_grid, host_copy = _host_measures(luma_rows, height, width)
     tile_rows = np.tile(tile, (_EMBED_BAND // TILE, -(-width // TILE)))[:, :width]
 
     def first_layer(top: int, bottom: int) -> np.ndarray:
         return tile_rows[: bottom - top] * _resized_rows(gain_grid, height, width, top, bottom)
 
     small_copy, kept = None, {}
-    if canonical is not None:
+    if host_copy is not None:
         # the small-copy layer aims at the canonical copy of the image as it will be signed; the first
         # layer's share in it counts below 4x the canonical size (at 512 pixels it misses the lattice
         # by 0.06 step RMS without it, at 1024 by 0.008 against 0.006: not worth a second pass)
         if min(height, width) < _FIRST_LAYER_SHARE_SIDE:
-            share = _CanonicalCopy(height, width)
             for top in range(0, height, _EMBED_BAND):
                 band = first_layer(top, min(height, top + _EMBED_BAND))
-                share.add(top, band)
-                if share.whole:
+                host_copy.add_layer(top, band)
+                if host_copy.whole:
                     kept[top] = band  # small enough to keep rather than make again
-            canonical += share.result()
-        small_copy = _canon_change(canonical, coded, height, width, gain_grid)
+        small_copy = _canon_change(host_copy.result(), coded, height, width, gain_grid)
     for top in range(0, height, _EMBED_BAND):
         bottom = min(height, top + _EMBED_BAND)
         delta = kept.pop(top) if top in kept else first_layer(top, bottom)
@@ -251,9 +249,10 @@ def embed_bands(luma_rows: Callable[[int, int], np.ndarray], shape: tuple[int, .
 
 
 def _host_measures(luma_rows: Callable[[int, int], np.ndarray], height: int,
-                   width: int) -> tuple[np.ndarray, np.ndarray | None]:
+                   width: int) -> tuple[np.ndarray, _CanonicalCopy | None]:
     """One pass over the luminance, band by band: the masking gain grid and, on images of at least
-    ``CANON`` pixels a side, the canonical copy (the whole image area-resized to ``CANON`` x ``CANON``)."""
+    ``CANON`` pixels a side (and at most ``_CANON_MAX_SIDE``), the makings of the canonical copy (the
+    whole image area-resized to ``CANON`` x ``CANON``)."""
     # Local activity varies slowly, so it is measured on 4x4 block means, computed band by band
     # with enough rows around each band for the Gaussian to see what it would see on the whole plane.
     energy, mean_y = [], []
@@ -272,7 +271,7 @@ def _host_measures(luma_rows: Callable[[int, int], np.ndarray], height: int,
             band_end = height if bottom == gridded else bottom
             canonical.add(top, y[top - first : band_end - first])
     small, small_y = np.concatenate(energy), np.concatenate(mean_y)
-    return _masking_gain(small, small_y), None if canonical is None else canonical.result()
+    return _masking_gain(small, small_y), canonical
 
 
 def _masking_gain(small: np.ndarray, small_y: np.ndarray) -> np.ndarray:
@@ -345,13 +344,15 @@ def _linear_matrix(size: int) -> np.ndarray:
 
 
 class _CanonicalCopy:
-    """The canonical copy of an image given band by band, top to bottom. Up to ``_WHOLE_PLANE_PIXELS``
+    """The canonical copy of an image given band by band, top to bottom, to which a layer (the same
+    bands of another plane) may be added before the result is taken. Up to ``_WHOLE_PLANE_PIXELS``
     the bands are kept and resized at once (fast); above, each band is added as it comes (bounded
     memory)."""
 
     def __init__(self, height: int, width: int):
         self.whole = height * width <= _WHOLE_PLANE_PIXELS
         self.bands: list[np.ndarray] = []
+        self.plane: np.ndarray | None = None
         self.canonical = np.zeros((CANON, CANON), dtype=np.float32)
         self.weights = None if self.whole else _area_matrix(height)
 
@@ -361,9 +362,19 @@ class _CanonicalCopy:
         else:
             _add_to_canonical(self.canonical, rows, self.weights[:, top : top + len(rows)])
 
+    def add_layer(self, top: int, rows: np.ndarray) -> None:
+        """Add rows ``top..`` of a plane of the same size (the area means are linear)."""
+        if not self.whole:
+            self.add(top, rows)
+            return
+        if self.plane is None:
+            self.plane = np.concatenate(self.bands)
+            self.bands = []
+        self.plane[top : top + len(rows)] += rows
+
     def result(self) -> np.ndarray:
         if self.whole:
-            return _canonical_copy(np.concatenate(self.bands))
+            return _canonical_copy(self.plane if self.plane is not None else np.concatenate(self.bands))
         return self.canonical
 
 

@@ -295,7 +295,7 @@ def test_the_canonical_copy_built_band_by_band_is_the_area_resize(shape):
     from media_codecs.image.watermark import CANON, _host_measures
 
     y = np.random.default_rng(sum(shape)).random(shape, dtype=np.float32) * 255
-    _, canonical = _host_measures(lambda first, last: y[first:last], *shape)
+    canonical = _host_measures(lambda first, last: y[first:last], *shape)[1].result()
     expected = cv2.resize(y, (CANON, CANON), interpolation=cv2.INTER_AREA)
     np.testing.assert_allclose(canonical, expected, atol=2e-3)
 
