@@ -327,16 +327,11 @@ def test_the_banded_round_trip_is_the_resampling_matrices_product(size):
     np.testing.assert_allclose(_apply_round_trip(change, trip, trip), dense @ change @ dense.T, atol=1e-4)
 
 
-def test_embedding_in_bands_equals_embedding_the_whole_plane_past_the_kept_size():
+def test_embedding_in_bands_equals_embedding_the_whole_plane_past_the_kept_size(monkeypatch):
     # past _WHOLE_PLANE_PIXELS the canonical copy is summed band by band: the same mark to rounding
     from media_codecs.image import watermark
 
     y = np.asarray(Image.fromarray(skimage.data.astronaut()).resize((2100, 2000)).convert("L"), dtype=np.float32)
     banded = embed_luma(y, MARK_ID)
-    limit = watermark._WHOLE_PLANE_PIXELS
-    try:
-        watermark._WHOLE_PLANE_PIXELS = y.size
-        whole = embed_luma(y, MARK_ID)
-    finally:
-        watermark._WHOLE_PLANE_PIXELS = limit
-    np.testing.assert_allclose(banded, whole, atol=2e-3)
+    monkeypatch.setattr(watermark, "_WHOLE_PLANE_PIXELS", y.size)
+    np.testing.assert_allclose(banded, embed_luma(y, MARK_ID), atol=2e-3)
