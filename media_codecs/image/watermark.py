@@ -257,7 +257,7 @@ def _host_measures(luma_rows: Callable[[int, int], np.ndarray], height: int,
     # with enough rows around each band for the Gaussian to see what it would see on the whole plane.
     energy, mean_y = [], []
     with_canonical = min(height, width) >= CANON and max(height, width) <= _CANON_MAX_SIDE
-    canonical = _CanonicalCopy(height, width) if with_canonical else None
+    host_copy = _CanonicalCopy(height, width) if with_canonical else None
     gridded = height - height % _GRID
     for top in range(0, gridded, _EMBED_BAND):
         bottom = min(gridded, top + _EMBED_BAND)
@@ -266,12 +266,12 @@ def _host_measures(luma_rows: Callable[[int, int], np.ndarray], height: int,
         residual = (y - cv2.GaussianBlur(y, (0, 0), _WHITEN_SIGMA))[top - first : bottom - first]
         energy.append(_block_means(residual * residual))
         mean_y.append(_block_means(y[top - first : bottom - first]))
-        if canonical is not None:
+        if host_copy is not None:
             # the last band also takes the rows below the 4x4 grid (they are within its blur margin)
             band_end = height if bottom == gridded else bottom
-            canonical.add(top, y[top - first : band_end - first])
+            host_copy.add(top, y[top - first : band_end - first])
     small, small_y = np.concatenate(energy), np.concatenate(mean_y)
-    return _masking_gain(small, small_y), canonical
+    return _masking_gain(small, small_y), host_copy
 
 
 def _masking_gain(small: np.ndarray, small_y: np.ndarray) -> np.ndarray:
@@ -344,38 +344,31 @@ def _linear_matrix(size: int) -> np.ndarray:
 
 
 class _CanonicalCopy:
-    """The canonical copy of an image given band by band, top to bottom, to which a layer (the same
-    bands of another plane) may be added before the result is taken. Up to ``_WHOLE_PLANE_PIXELS``
-    the bands are kept and resized at once (fast); above, each band is added as it comes (bounded
-    memory)."""
+    """The canonical copy of an image given band by band, to which a second plane of the same size (a
+    layer) may be added band by band before the result is taken: the area means are linear. Up to
+    ``_WHOLE_PLANE_PIXELS`` the bands are copied into one plane, resized at once (fast); above, each
+    band is added to the canonical copy as it comes (bounded memory)."""
 
     def __init__(self, height: int, width: int):
         self.whole = height * width <= _WHOLE_PLANE_PIXELS
-        self.bands: list[np.ndarray] = []
-        self.plane: np.ndarray | None = None
-        self.canonical = np.zeros((CANON, CANON), dtype=np.float32)
+        self.plane = np.empty((height, width), dtype=np.float32) if self.whole else None
+        self.canonical = None if self.whole else np.zeros((CANON, CANON), dtype=np.float32)
         self.weights = None if self.whole else _area_matrix(height)
 
     def add(self, top: int, rows: np.ndarray) -> None:
         if self.whole:
-            self.bands.append(rows)
+            self.plane[top : top + len(rows)] = rows
         else:
             _add_to_canonical(self.canonical, rows, self.weights[:, top : top + len(rows)])
 
     def add_layer(self, top: int, rows: np.ndarray) -> None:
-        """Add rows ``top..`` of a plane of the same size (the area means are linear)."""
-        if not self.whole:
-            self.add(top, rows)
-            return
-        if self.plane is None:
-            self.plane = np.concatenate(self.bands)
-            self.bands = []
-        self.plane[top : top + len(rows)] += rows
+        if self.whole:
+            self.plane[top : top + len(rows)] += rows
+        else:
+            _add_to_canonical(self.canonical, rows, self.weights[:, top : top + len(rows)])
 
     def result(self) -> np.ndarray:
-        if self.whole:
-            return _canonical_copy(self.plane if self.plane is not None else np.concatenate(self.bands))
-        return self.canonical
+        return _canonical_copy(self.plane) if self.whole else self.canonical
 
 
 def _canonical_copy(y: np.ndarray) -> np.ndarray:
@@ -455,8 +448,10 @@ def _canon_change(canonical: np.ndarray, coded: np.ndarray, height: int, width: 
     mask *= 1.0 / max(float(mask.mean()), 1e-6)
     change = np.zeros((CANON, CANON), dtype=np.float32)
     coefficients = np.zeros((CANON, CANON), dtype=np.float32)
-    for _ in range(_QIM_PASSES):
-        projections = _canon_projections(canonical + _apply_round_trip(change, round_rows, round_cols))
+    projections = host  # nothing changed yet
+    for done in range(_QIM_PASSES):
+        if done:
+            projections = _canon_projections(canonical + _apply_round_trip(change, round_rows, round_cols))
         coefficients[lay.rows, lay.cols] = (targets - projections)[lay.bit_of] * lay.weights
         change += mask * cv2.idct(coefficients)
     return change
