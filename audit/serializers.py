@@ -1,14 +1,10 @@
 from rest_framework import serializers
 
-MAX_LIMIT = 100  # spec: audit page size default 20, max 100 (above 100 is clamped, addendum 6)
+from config.paging import PageQuery
 
 
-class AuditQueryInput(serializers.Serializer):
-    page = serializers.IntegerField(min_value=1, max_value=10_000_000, default=1)
-    limit = serializers.IntegerField(min_value=1, max_value=2**31 - 1, default=20)
-
-    def validate_limit(self, value: int) -> int:
-        return min(value, MAX_LIMIT)
+class AuditQueryInput(PageQuery):
+    """The audit list's `page` and `limit`: the rules every paged API list shares."""
 
 
 class AuditEventOutput(serializers.Serializer):

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from config.throttles import VerifyIpThrottle
 from config.uploads import limit_uploads, uploaded_bytes
-from config.validation import validated
+from config.validation import validated, validated_query
 from media_codecs import FAMILIES
 from provenance import selectors, services
 from provenance import serializers as s
@@ -78,7 +78,20 @@ class SignView(APIView):
         return response
 
 
-class RecordCreateView(APIView):
+class RecordListCreateView(APIView):
+    """GET: the caller's organization's records, newest first. POST: submit one client-signed record."""
+
+    @extend_schema(parameters=[s.RecordListQuery], responses={200: s.RecordPageOutput}, tags=["records"])
+    def get(self, request):
+        query = validated_query(s.RecordListQuery, request)
+        filters = selectors.RecordFilters(generator_id=query.get("generator_id"), model=query.get("model"),
+                                          format=query.get("format"), signed_from=query.get("from"),
+                                          signed_to=query.get("to"))
+        records, total = selectors.record_list(org=request.org, filters=filters, page=query["page"],
+                                               limit=query["limit"])
+        body = {"records": records, "total": total, "page": query["page"], "limit": query["limit"]}
+        return Response(s.RecordPageOutput(body).data)
+
     @extend_schema(request=s.RecordCreateInput, responses={201: s.RecordCreatedOutput, 404: GENERATOR_NOT_FOUND},
                    tags=["records"])
     def post(self, request):
