@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.scoping import OrgScopedViewSet
+from config.cors import PublicCors
 from config.throttles import VerifyIpThrottle
 from config.validation import validated
 from generators import selectors, services
@@ -57,7 +58,7 @@ class GeneratorViewSet(OrgScopedViewSet):
         return Response(s.GeneratorDetailOutput(self.get_object()).data)
 
 
-class PublicKeyView(APIView):
+class PublicKeyView(PublicCors, APIView):
     """Public: every key a generator ever used, so anyone can verify its records offline."""
 
     authentication_classes: list = []

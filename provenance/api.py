@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.cors import PublicCors
 from config.idempotency import idempotent
 from config.throttles import VerifyIpThrottle
 from config.uploads import limit_uploads, uploaded_bytes
@@ -124,7 +125,7 @@ class RecordBatchView(APIView):
         return Response(body, status=status.HTTP_207_MULTI_STATUS)
 
 
-class RecordDetailView(APIView):
+class RecordDetailView(PublicCors, APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
     throttle_classes = [VerifyIpThrottle]
@@ -134,7 +135,7 @@ class RecordDetailView(APIView):
         return Response(s.RecordOutput(selectors.public_record_detail(record_id=record_id)).data)
 
 
-class RecordC2paView(APIView):
+class RecordC2paView(PublicCors, APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
     throttle_classes = [VerifyIpThrottle]
