@@ -64,3 +64,40 @@ def offset_page(queryset: QuerySet, *, page: int, limit: int) -> list:
     """Rows of an ordered queryset for page `page` of `limit` items (one query)."""
     offset = (page - 1) * limit
     return list(queryset[offset:offset + limit])
+
+
+@dataclass(frozen=True)
+class ListPage:
+    """A list route's items with `total`, `page` and `limit` (None: the whole list, as asked without paging)."""
+
+    items: list
+    total: int
+    page: int
+    limit: int | None
+
+
+def optional_page(queryset: QuerySet, query_params) -> ListPage:
+    """The list as routes that predate paging answer it: everything when the query names neither `page` nor
+    `limit` (so existing callers get what they always got, plus the counts), else one page of it by
+    PageQuery's rules. Raises DRF's ValidationError (400) for bad values."""
+    if "page" not in query_params and "limit" not in query_params:
+        items = list(queryset)
+        return ListPage(items=items, total=len(items), page=1, limit=None)
+    query = PageQuery(data=query_params)
+    query.is_valid(raise_exception=True)
+    page, limit = query.validated_data["page"], query.validated_data["limit"]
+    return ListPage(items=offset_page(queryset, page=page, limit=limit), total=queryset.count(), page=page,
+                    limit=limit)
+
+
+class ListPageFields(serializers.Serializer):
+    """The counts beside a paged list's items (an output serializer adds its own list field)."""
+
+    total = serializers.IntegerField(help_text="How many items the whole list has.")
+    page = serializers.IntegerField()
+    limit = serializers.IntegerField(allow_null=True, help_text="null when the request named neither page nor limit: "
+                                                                "the whole list.")
+
+
+def page_counts(listed: ListPage) -> dict:
+    return {"total": listed.total, "page": listed.page, "limit": listed.limit}

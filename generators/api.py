@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from accounts.scoping import OrgScopedViewSet
 from config.cors import PublicCors
+from config.paging import PageQuery, optional_page, page_counts
 from config.throttles import VerifyIpThrottle
 from config.validation import validated
 from generators import selectors, services
@@ -23,12 +24,13 @@ def _public_key(data: dict | None) -> services.SuppliedPublicKey | None:
 
 
 class GeneratorViewSet(OrgScopedViewSet):
-    queryset = Generator.objects.prefetch_related("keys")
+    queryset = Generator.objects.prefetch_related("keys").order_by("created_at", "id")
     lookup_value_converter = "uuid"
 
-    @extend_schema(responses={200: s.GeneratorListOutput}, tags=["generators"])
+    @extend_schema(parameters=[PageQuery], responses={200: s.GeneratorListOutput}, tags=["generators"])
     def list(self, request):
-        return Response(s.GeneratorListOutput({"generators": self.get_queryset()}).data)
+        listed = optional_page(self.get_queryset(), request.query_params)
+        return Response(s.GeneratorListOutput({"generators": listed.items, **page_counts(listed)}).data)
 
     @extend_schema(responses={200: s.GeneratorDetailOutput}, tags=["generators"])
     def retrieve(self, request, pk=None):
