@@ -5,6 +5,26 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+def _generator_index_names(schema_editor, record) -> list[str]:
+    return schema_editor._constraint_names(record, ["generator_id"], index=True, unique=False, primary_key=False)
+
+
+def _drop_generator_index(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    record = apps.get_model("provenance", "Record")
+    for name in _generator_index_names(schema_editor, record):
+        schema_editor.execute(schema_editor._delete_index_sql(record, name))
+
+
+def _create_generator_index(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    record = apps.get_model("provenance", "Record")
+    if not _generator_index_names(schema_editor, record):
+        schema_editor.execute(schema_editor._create_index_sql(record, fields=[record._meta.get_field("generator")]))
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -26,9 +46,15 @@ class Migration(migrations.Migration):
             model_name='record',
             index=models.Index(fields=['org', 'format', '-signed_at'], name='record_org_format_newest'),
         ),
-        migrations.AlterField(
-            model_name='record',
-            name='generator',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='records', to='generators.generator'),
+        # The model says db_index=False; only PostgreSQL drops the index. SQLite would rebuild the whole table
+        # to alter the field, losing the fingerprint triggers of migration 0003, and keeps the spare index.
+        migrations.SeparateDatabaseAndState(
+            state_operations=[migrations.AlterField(
+                model_name='record',
+                name='generator',
+                field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
+                                        related_name='records', to='generators.generator'),
+            )],
+            database_operations=[migrations.RunPython(_drop_generator_index, _create_generator_index)],
         ),
     ]
