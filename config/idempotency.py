@@ -126,7 +126,8 @@ def _claim(*, org_id, key: str, fingerprint: str) -> IdempotentRequest:
     now = timezone.now()
     IdempotentRequest.objects.bulk_create(
         [IdempotentRequest(org_id=org_id, key=key, fingerprint=fingerprint, created_at=now)], ignore_conflicts=True)
-    entry = IdempotentRequest.objects.select_for_update().get(org_id=org_id, key=key)
+    # The body (up to a signed file's size) is read only to replay it, not to refuse a conflicting request.
+    entry = IdempotentRequest.objects.select_for_update().defer("body").get(org_id=org_id, key=key)
     if entry.status and entry.created_at <= now - LIFETIME:  # a stale response: the key starts afresh
         entry.fingerprint, entry.created_at, entry.status, entry.headers, entry.body = fingerprint, now, 0, [], b""
     return entry
