@@ -63,8 +63,10 @@ class Record(models.Model):
             # The dashboard's record list and signatures-per-day chart: one organization, newest first.
             models.Index(fields=["org", "-signed_at"], name="record_org_newest"),
             # GET /v1/records filtered by generator, model or format, newest first, without a sort: a
-            # filter matching few of an organization's many records reads only those.
-            models.Index(fields=["generator", "-signed_at"], name="record_generator_newest"),
+            # filter matching few of an organization's many records reads only those, and its count is
+            # an index-only scan. The organization is in each (the generator's too: PostgreSQL's generic
+            # plan for a prepared statement otherwise preferred another index and took 270 ms).
+            models.Index(fields=["generator", "org", "-signed_at"], name="record_generator_newest"),
             models.Index(fields=["org", "model", "-signed_at"], name="record_org_model_newest"),
             models.Index(fields=["org", "format", "-signed_at"], name="record_org_format_newest"),
             # Exact matches, newest first, and the tie-break among a distance's records.

@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddIndex(
             model_name='record',
-            index=models.Index(fields=['generator', '-signed_at'], name='record_generator_newest'),
+            index=models.Index(fields=['generator', 'org', '-signed_at'], name='record_generator_newest'),
         ),
         migrations.AddIndex(
             model_name='record',
