@@ -91,7 +91,8 @@ class SignView(APIView):
 class RecordListCreateView(APIView):
     """GET: the caller's organization's records, newest first. POST: submit one client-signed record."""
 
-    @extend_schema(parameters=[s.RecordListQuery], responses={200: s.RecordPageOutput}, tags=["records"])
+    @extend_schema(parameters=[s.RecordListQuery], responses={200: s.RecordPageOutput}, tags=["records"],
+                   operation_id="records_list")
     def get(self, request):
         query = validated_query(s.RecordListQuery, request)
         filters = selectors.RecordFilters(generator_id=query.get("generator_id"), model=query.get("model"),
