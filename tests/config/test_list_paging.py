@@ -54,3 +54,20 @@ def test_personal_keys_page_the_same_way(session_client, member):
     page = client.get("/v1/team/members/me/api-keys", {"limit": 2}).json()
     assert (len(page["keys"]), page["total"], page["page"], page["limit"]) == (2, 3, 1, 2)
     assert [key["key_id"] for key in page["keys"]] == [key["key_id"] for key in whole["keys"][:2]]
+
+
+def _queries(client, path: str, params: dict) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(path, params).status_code == 200
+    return len([q for q in captured.captured_queries if "config_ratecounter" not in q["sql"]])
+
+
+def test_a_generator_page_costs_the_same_queries_whatever_its_size(key_client, org, generators):
+    client = key_client(org)
+    client.get("/v1/generators")  # the key's last_used_at is written on first use
+    # The key, the count, the page and its keys (one prefetch), for 1 item as for 5 and for the whole list.
+    assert _queries(client, "/v1/generators", {"limit": 1}) == _queries(client, "/v1/generators", {"limit": 5}) == 4
+    assert _queries(client, "/v1/generators", {}) == 3  # no count: the whole list is its own total
