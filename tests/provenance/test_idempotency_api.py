@@ -193,3 +193,19 @@ def test_a_retried_batch_and_embed_replay_their_responses(key_client, growth_org
     assert embeds[0]["Content-Type"] == embeds[1]["Content-Type"] == "image/jpeg"
     assert UsageCounter.objects.get(org=growth_org).signatures_used == 4
     assert [kind for _, kind, _ in emitted].count("record.created") == 4
+
+
+def test_a_refusal_over_the_quota_is_replayed_without_counting_again(key_client, org, body):
+    factories.set_usage(org, 500)  # the free plan's allowance, used up
+    client = key_client(org)
+    first, again = _post_record(client, body), _post_record(client, body)
+    assert first.status_code == again.status_code == 402
+    assert again.content == first.content and again["Idempotent-Replayed"] == "true"
+    assert UsageCounter.objects.get(org=org).signatures_used == 500 and Record.objects.count() == 0
+
+
+def test_the_prefer_header_is_part_of_the_request(key_client, org, body):
+    client = key_client(org)
+    assert _post_record(client, body).status_code == 201
+    other = client.post("/v1/records", body, format="json", HTTP_IDEMPOTENCY_KEY=KEY, HTTP_PREFER="respond-async")
+    assert other.status_code == 409 and other.json()["error"] == "idempotency_conflict"
