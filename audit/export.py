@@ -1,0 +1,75 @@
+"""The bodies of an audit export, CSV or JSON, made one page of rows at a time (pure: no Django).
+
+Each page of rows becomes one chunk of bytes, so a whole log streams in the memory of one page.
+Rows are (event id, type, timestamp, metadata as JSON text); the metadata text is passed through
+as the database wrote it, never decoded and encoded again.
+
+CSV: RFC 4180 (the csv module's "excel" dialect: CRLF line ends, fields quoted when they hold a
+comma, a quote or a line break, quotes doubled), a header row, UTF-8 without a byte-order mark.
+Spreadsheet formulas: a cell is read as a formula only when it starts with =, +, -, @, a tab or a
+carriage return. No cell here can: event ids are UUIDs, types are lowercase names, timestamps start
+with a digit and metadata is always a JSON object, which starts with "{". Values inside the metadata
+(an invited email, a webhook URL) sit after that "{", so they never start a cell, and the cell is the
+exact JSON, unaltered (docs/decisions.md, "Audit export").
+
+JSON: one array, one event per line, each exactly as GET /v1/audit renders it.
+"""
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+
+FORMATS = ("csv", "json")
+CSV_COLUMNS = ("event_id", "type", "timestamp", "metadata")
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
+
+_json_string = json.encoder.encode_basestring  # the C encoder json.dumps uses for a str
+
+
+def timestamp_text(moment: datetime) -> str:
+    """ISO 8601 in UTC ending in Z, as the API renders every timestamp (microseconds only when not 0)."""
+    text = moment.astimezone(UTC).isoformat()
+    return text[:-6] + "Z"  # isoformat of a UTC time ends in +00:00
+
+
+class _Lines(list):
+    """The csv writer's file: keeps the lines it writes, to be joined once per page (no StringIO copies)."""
+
+    write = list.append
+
+
+def csv_chunks(pages: Iterable[list[tuple]]) -> Iterator[bytes]:
+    """The header row, then one chunk of CSV lines per page of rows."""
+    lines = _Lines()
+    writer = csv.writer(lines)
+    writer.writerow(CSV_COLUMNS)
+    for page in pages:
+        writer.writerows((str(event_id), type, timestamp_text(moment), metadata)
+                         for event_id, type, moment, metadata in page)
+        yield "".join(lines).encode()
+        lines.clear()
+    if lines:  # no page at all: the header alone
+        yield "".join(lines).encode()
+
+
+def json_chunks(pages: Iterable[list[tuple]]) -> Iterator[bytes]:
+    """`[`, one chunk of events per page of rows, `]`: a JSON array with one event a line."""
+    yield b"["
+    separator = "\n"
+    for page in pages:
+        yield (separator + ",\n".join(
+            f'{{"event_id":"{event_id}","type":{_json_string(type)},"timestamp":"{timestamp_text(moment)}",'
+            f'"metadata":{metadata}}}' for event_id, type, moment, metadata in page)).encode()
+        separator = ",\n"
+    yield b"\n]\n"
+
+
+def export_chunks(format: str, pages: Iterable[list[tuple]]) -> Iterator[bytes]:
+    """The body of an export in `format` (one of FORMATS)."""
+    return csv_chunks(pages) if format == "csv" else json_chunks(pages)
+
+
+def export_filename(format: str, now: datetime) -> str:
+    """The download's file name: audit-events-<UTC time of the export>.<format>."""
+    return f"audit-events-{now.astimezone(UTC):%Y%m%dT%H%M%SZ}.{format}"

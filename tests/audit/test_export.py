@@ -1,0 +1,60 @@
+"""The export's body formats, from plain rows (no database)."""
+
+import csv
+import io
+import json
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from rest_framework import serializers
+
+from audit.export import csv_chunks, export_filename, json_chunks, timestamp_text
+
+ROWS = [(uuid.UUID(int=2), "sign", datetime(2026, 3, 4, 12, 0, tzinfo=UTC), '{"a": 1}'),
+        (uuid.UUID(int=1), "team.invite_sent", datetime(2026, 3, 4, 11, 59, 59, 5, tzinfo=UTC),
+         '{"email": "x@example.com", "note": "a, \\"b\\"\\nc"}')]
+
+
+def test_the_export_module_imports_without_django():
+    code = "import sys, audit.export; assert not [m for m in sys.modules if m.split('.')[0] == 'django']"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=__file__.rsplit("/tests/", 1)[0])
+
+
+@pytest.mark.parametrize("moment", [datetime(2026, 3, 4, 12, 0, tzinfo=UTC),
+                                    datetime(2026, 3, 4, 12, 0, 0, 1, tzinfo=UTC),
+                                    datetime(2026, 3, 4, 14, 0, 0, 250_000, tzinfo=timezone(timedelta(hours=2)))])
+def test_timestamps_read_exactly_as_the_api_renders_them(moment):
+    assert timestamp_text(moment) == serializers.DateTimeField().to_representation(moment)
+    assert timestamp_text(moment).endswith("Z")
+
+
+def test_csv_is_a_header_then_one_record_per_row_in_one_chunk_per_page():
+    chunks = list(csv_chunks([ROWS[:1], ROWS[1:]]))
+    assert len(chunks) == 2 and chunks[0].startswith(b"event_id,type,timestamp,metadata\r\n")
+    rows = list(csv.reader(io.StringIO(b"".join(chunks).decode(), newline="")))
+    assert rows[0] == ["event_id", "type", "timestamp", "metadata"]
+    assert rows[1] == [str(ROWS[0][0]), "sign", "2026-03-04T12:00:00Z", '{"a": 1}']
+    assert rows[2][2] == "2026-03-04T11:59:59.000005Z"
+    assert json.loads(rows[2][3])["note"] == 'a, "b"\nc'
+
+
+def test_json_is_one_array_with_one_event_a_line():
+    text = b"".join(json_chunks([ROWS[:1], ROWS[1:]])).decode()
+    assert json.loads(text) == [
+        {"event_id": str(ROWS[0][0]), "type": "sign", "timestamp": "2026-03-04T12:00:00Z", "metadata": {"a": 1}},
+        {"event_id": str(ROWS[1][0]), "type": "team.invite_sent", "timestamp": "2026-03-04T11:59:59.000005Z",
+         "metadata": {"email": "x@example.com", "note": 'a, "b"\nc'}}]
+    assert text.count("\n") == 4  # [, two events, ], final newline
+
+
+def test_no_rows_is_a_header_alone_or_an_empty_array():
+    assert b"".join(csv_chunks([])) == b"event_id,type,timestamp,metadata\r\n"
+    assert json.loads(b"".join(json_chunks([]))) == []
+
+
+def test_the_file_name_says_when_in_utc():
+    moment = datetime(2026, 3, 4, 14, 5, 6, tzinfo=timezone(timedelta(hours=2)))
+    assert export_filename("csv", moment) == "audit-events-20260304T120506Z.csv"
