@@ -1,8 +1,8 @@
 """The bodies of an audit export, CSV or JSON, made one page of rows at a time (pure: no Django).
 
 Each page of rows becomes one chunk of bytes, so a whole log streams in the memory of one page.
-Rows are (event id, type, timestamp, metadata as JSON text); the metadata text is passed through
-as the database wrote it, never decoded and encoded again.
+Rows are (event id, type, timestamp, metadata), the last two as the database's text: the metadata
+is passed through as the database wrote its JSON, never decoded and encoded again.
 
 CSV: RFC 4180 (the csv module's "excel" dialect: CRLF line ends, fields quoted when they hold a
 comma, a quote or a line break, quotes doubled), a header row, UTF-8 without a byte-order mark.
@@ -27,10 +27,12 @@ CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 _json_string = json.encoder.encode_basestring  # the C encoder json.dumps uses for a str
 
 
-def timestamp_text(moment: datetime) -> str:
-    """ISO 8601 in UTC ending in Z, as the API renders every timestamp (microseconds only when not 0)."""
-    text = moment.astimezone(UTC).isoformat()
-    return text[:-6] + "Z"  # isoformat of a UTC time ends in +00:00
+def timestamp_text(stored: str) -> str:
+    """A timestamp as the database writes it in UTC, as the API renders it: ISO 8601 ending in Z, with
+    microseconds when they are not 0 (PostgreSQL's `2026-03-04 12:00:00.5+00` and SQLite's
+    `2026-03-04 12:00:00.500000` both become `2026-03-04T12:00:00.500000Z`)."""
+    fraction = stored[19:].partition("+")[0]  # PostgreSQL drops a fraction's trailing zeros
+    return f"{stored[:10]}T{stored[11:19]}{fraction.ljust(7, '0') if fraction else ''}Z"
 
 
 class _Lines(list):

@@ -76,8 +76,9 @@ def _at(org, type: str, moment: str, **metadata):
 
 
 def _timeline(org):
-    """Four events on 1, 2, 3 and 4 March 2026 at noon UTC: sign, verify, sign, key_created."""
-    return [_at(org, "sign", "2026-03-01T12:00:00+00:00", n=1), _at(org, "verify", "2026-03-02T12:00:00+00:00", n=2),
+    """Four events on 1, 2, 3 and 4 March 2026 at noon UTC (the second half a second after): sign, verify,
+    sign, key_created."""
+    return [_at(org, "sign", "2026-03-01T12:00:00+00:00", n=1), _at(org, "verify", "2026-03-02T12:00:00.5+00:00", n=2),
             _at(org, "sign", "2026-03-03T12:00:00+00:00", n=3),
             _at(org, "key_created", "2026-03-04T12:00:00+00:00", n=4)]
 
