@@ -4,8 +4,9 @@ Each page of rows becomes one chunk of bytes, so a whole log streams in the memo
 Rows are (event id, type, timestamp, metadata), the last two as the database's text: the metadata
 is passed through as the database wrote its JSON, never decoded and encoded again.
 
-CSV: RFC 4180 (the csv module's "excel" dialect: CRLF line ends, fields quoted when they hold a
-comma, a quote or a line break, quotes doubled), a header row, UTF-8 without a byte-order mark.
+CSV: RFC 4180 as the csv module's "excel" dialect writes it (CRLF line ends, fields quoted when they
+hold a comma, a quote or a line break, quotes doubled; the metadata field always quoted), a header
+row, UTF-8 without a byte-order mark.
 Spreadsheet formulas: a cell is read as a formula only when it starts with =, +, -, @, a tab or a
 carriage return. No cell here can: event ids are UUIDs, types are lowercase names, timestamps start
 with a digit and metadata is always a JSON object, which starts with "{". Values inside the metadata
@@ -15,7 +16,7 @@ exact JSON, unaltered (docs/decisions.md, "Audit export").
 JSON: one array, one event per line, each exactly as GET /v1/audit renders it.
 """
 
-import csv
+import functools
 import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -35,24 +36,32 @@ def timestamp_text(stored: str) -> str:
     return f"{stored[:10]}T{stored[11:19]}{fraction.ljust(7, '0') if fraction else ''}Z"
 
 
-class _Lines(list):
-    """The csv writer's file: keeps the lines it writes, to be joined once per page (no StringIO copies)."""
+@functools.lru_cache(maxsize=256)  # a handful of distinct types
+def _csv_field(text: str) -> str:
+    """`text` as one CSV field: quoted, its quotes doubled, when it holds a comma, a quote or a line break."""
+    if any(character in text for character in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
-    write = list.append
+
+def _csv_line(event_id, type: str, stored_timestamp: str, metadata: str) -> str:
+    # Ids and timestamps never need quotes; a JSON object always holds quotes, so metadata is always quoted.
+    quoted_metadata = metadata.replace('"', '""')
+    return f'{event_id},{_csv_field(type)},{timestamp_text(stored_timestamp)},"{quoted_metadata}"\r\n'
 
 
 def csv_chunks(pages: Iterable[list[tuple]]) -> Iterator[bytes]:
-    """The header row, then one chunk of CSV lines per page of rows."""
-    lines = _Lines()
-    writer = csv.writer(lines)
-    writer.writerow(CSV_COLUMNS)
+    """The header row, then one chunk of CSV lines per page of rows.
+
+    Written by hand rather than by the csv module, which spent most of an export's CPU deciding for
+    every row what these two rules decide once (the csv module reads the result back exactly, tested).
+    """
+    header = ",".join(CSV_COLUMNS) + "\r\n"
     for page in pages:
-        writer.writerows((str(event_id), type, timestamp_text(moment), metadata)
-                         for event_id, type, moment, metadata in page)
-        yield "".join(lines).encode()
-        lines.clear()
-    if lines:  # no page at all: the header alone
-        yield "".join(lines).encode()
+        yield (header + "".join([_csv_line(*row) for row in page])).encode()
+        header = ""
+    if header:  # no page at all: the header alone
+        yield header.encode()
 
 
 def json_chunks(pages: Iterable[list[tuple]]) -> Iterator[bytes]:
