@@ -8,9 +8,12 @@ from uuid import UUID
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
-from accounts.models import Organization
+from accounts.models import Organization, User
 from audit.models import AuditEvent
+from audit.wording import Names
 from config.paging import Page, page_of
+from generators.models import Generator
+from webhooks.models import WebhookEndpoint
 
 # Rows per query of an export: big enough that the per-query cost vanishes, small enough that a page
 # (about 0.5 MB of rows) is nothing beside a worker's resident memory (docs/performance.md, "Audit export").
@@ -44,6 +47,37 @@ def audit_events(*, org: Organization, filters: AuditFilter = NO_FILTER) -> Quer
 def audit_page(*, org: Organization, number: int, per_page: int, filters: AuditFilter = NO_FILTER) -> Page:
     """One page of the organization's audit events, newest first; never counts the log."""
     return page_of(audit_events(org=org, filters=filters), number=number, per_page=per_page)
+
+
+def audit_names(*, org: Organization, events: list[AuditEvent]) -> Names:
+    """What the generator, member and webhook ids in `events`' metadata stand for, in the organization.
+
+    One query per kind of id present (none when a page names none); ids of other organizations, or
+    of rows since deleted, are simply absent.
+    """
+    wanted = {"generator_id": set(), "actor_id": set(), "webhook_id": set()}
+    for event in events:
+        if isinstance(event.metadata, dict):
+            for key, ids in wanted.items():
+                if _is_uuid(event.metadata.get(key)):
+                    ids.add(event.metadata[key])
+    return Names(generators=_names(Generator.objects.for_org(org), wanted["generator_id"], "name"),
+                 users=_names(User.objects.filter(org=org), wanted["actor_id"], "email"),
+                 webhooks=_names(WebhookEndpoint.objects.for_org(org), wanted["webhook_id"], "url"))
+
+
+def _names(queryset: QuerySet, ids: set[str], field: str) -> dict[str, str]:
+    if not ids:
+        return {}
+    return {str(pk): value for pk, value in queryset.filter(pk__in=ids).values_list("pk", field)}
+
+
+def _is_uuid(value) -> bool:
+    try:
+        UUID(value)
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return True
 
 
 def audit_recent(*, org: Organization, limit: int) -> list[AuditEvent]:

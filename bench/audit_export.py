@@ -111,7 +111,8 @@ def main() -> None:
         worker = int(Path(f"/proc/{workers[0]}/task/{workers[0]}/children").read_text().split()[0])
         download(f"{base}/v1/audit?limit=100", key)  # warm: Django, the connection, the org's index pages
         print(f"PostgreSQL, {args.events:,} events of one organization; gunicorn, 1 worker "
-              f"(production class and settings, DEBUG off); curl | wc on the same 2-core machine")
+              f"(production class and settings, DEBUG off); curl | wc on the same {os.cpu_count()}-core machine, "
+              f"load average {os.getloadavg()[0]:.1f} at the start")
         print("| format | events | MB | seconds | events/s | worker CPU s | worker RSS before MB | worker peak MB |")
         print("|---|---|---|---|---|---|---|---|")
         for format in args.formats:
