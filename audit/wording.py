@@ -59,6 +59,7 @@ TOKEN_SOURCES = {
     "fingerprint": "the text's word fingerprint",
 }
 ROLES = {"owner": "owner", "admin": "admin", "user": "member"}
+INTERVALS = {"monthly": "billed monthly", "annual": "billed annually"}
 PLANS = {"free": "Free", "starter": "Starter", "growth": "Growth", "scale": "Scale", "enterprise": "Enterprise"}
 
 
@@ -193,7 +194,8 @@ def _webhook_deleted(event: _Reader) -> Described:
 
 def _plan(event: _Reader, plan_key: str, interval_key: str) -> str:
     plan = PLANS.get(event.text(plan_key), event.text(plan_key))
-    return f"{plan}, billed {event.text(interval_key)}" if event.metadata.get(interval_key) else plan
+    interval = INTERVALS.get(event.text(interval_key, ""))
+    return f"{plan} ({interval})" if interval else plan
 
 
 def _plan_changed(event: _Reader) -> Described:

@@ -138,7 +138,7 @@ class AuditFilterForm(forms.Form):
                              choices=[("", "All events"), *((t, type_label(t)) for t in AuditEvent.Type.values)])
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, label_suffix="", **kwargs)
         # `from` is a Python keyword; the names match the API's filters, so links and bookmarks read alike.
         self.fields["from"] = forms.DateField(label="From (UTC)", required=False,
                                               widget=forms.DateInput(attrs={"type": "date"}))

@@ -75,7 +75,7 @@ def test_every_event_the_services_write_reads_as_a_sentence(growth_org, growth_o
         "Changed a webhook endpoint since deleted: it now receives record.created, generator.revoked; "
         "turned it off.",
         "Deleted the webhook endpoint https://93.184.216.34/hook.",
-        "The plan changed from Growth, billed monthly to Scale, billed annual, by staff@example.com.",
+        "The plan changed from Growth (billed monthly) to Scale (billed annually), by staff@example.com.",
     ]:
         assert sentence in text, sentence
     assert f"Record {record['record_id']}" in text
