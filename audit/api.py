@@ -51,7 +51,8 @@ class AuditExportView(APIView):
 
     @extend_schema(parameters=[AuditExportInput], tags=["audit"], responses={
         (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description=EXPORT_BODY),
-        (200, "application/json"): OpenApiResponse(OpenApiTypes.STR, description=EXPORT_BODY)})
+        (200, "application/json"): OpenApiResponse(OpenApiTypes.STR, description=EXPORT_BODY),
+        402: OpenApiResponse(description="`plan_required`: the organization's plan is below Growth.")})
     def get(self, request):
         query = validated_query(AuditExportInput, request)
         return audit_export_response(org=request.org, filters=AuditFilterInput.as_filter(query),

@@ -4,8 +4,10 @@ Seeds one Scale-plan organization with N audit events in PostgreSQL (SQL generat
 service: seeding a million events through the API would take longer than the measurement), starts
 gunicorn as production runs it (gunicorn.conf.py, one worker of the production class), and downloads
 `GET /v1/audit/export?format=csv|json` with curl into `wc`, which counts the lines and bytes. Measured:
-wall time and events per second of the whole download, the worker's CPU seconds, its resident
-memory before, and its peak (VmHWM, reset through /proc/<pid>/clear_refs before each download).
+wall time and events per second of the whole download; the CPU seconds of the worker and of its
+PostgreSQL backend (on a shared machine the wall time says how busy it was, the CPU what the
+export costs); the worker's resident memory before, and its peak (VmHWM, reset through
+/proc/<pid>/clear_refs before each download).
 
     .venv/bin/python bench/audit_export.py [--events 1000000] [--database-url postgres://...]
 
@@ -74,6 +76,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def database_backend() -> int:
+    """The pid of the other PostgreSQL backend on this database: the worker's (its connection persists)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+        [(pid,)] = cursor.fetchall()
+    return pid
+
+
 def download(url: str, key: str) -> tuple[int, int, float]:
     """(lines, bytes, seconds) of one export read to the end by curl and counted by wc."""
     started = time.perf_counter()
@@ -113,18 +126,20 @@ def main() -> None:
         print(f"PostgreSQL, {args.events:,} events of one organization; gunicorn, 1 worker "
               f"(production class and settings, DEBUG off); curl | wc on the same {os.cpu_count()}-core machine, "
               f"load average {os.getloadavg()[0]:.1f} at the start")
-        print("| format | events | MB | seconds | events/s | worker CPU s | worker RSS before MB | worker peak MB |")
-        print("|---|---|---|---|---|---|---|---|")
+        backend = database_backend()
+        print("| format | events | MB | seconds | events/s | worker CPU s | PostgreSQL CPU s | events per worker "
+              "CPU s | worker RSS before MB | worker peak MB |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for format in args.formats:
             before = vm_kb(worker, "VmRSS:")
             Path(f"/proc/{worker}/clear_refs").write_text("5")  # VmHWM := current RSS
-            cpu = cpu_seconds(worker)
+            cpu, database_cpu = cpu_seconds(worker), cpu_seconds(backend)
             lines, size, seconds = download(f"{base}/v1/audit/export?format={format}", key)
-            cpu = cpu_seconds(worker) - cpu
+            cpu, database_cpu = cpu_seconds(worker) - cpu, cpu_seconds(backend) - database_cpu
             peak = vm_kb(worker, "VmHWM:")
             events = lines - 1 if format == "csv" else lines - 2  # CSV: a header; JSON: the [ and ] lines
             print(f"| {format} | {events:,} | {size / 1e6:.0f} | {seconds:.1f} | {events / seconds:,.0f} | "
-                  f"{cpu:.1f} | {before / 1024:.0f} | {peak / 1024:.0f} |")
+                  f"{cpu:.1f} | {database_cpu:.1f} | {events / cpu:,.0f} | {before / 1024:.0f} | {peak / 1024:.0f} |")
             if events != args.events:
                 raise SystemExit(f"{format}: {events:,} events streamed, {args.events:,} expected")
 
