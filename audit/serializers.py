@@ -11,7 +11,8 @@ MAX_LIMIT = 100  # spec: audit page size default 20, max 100 (above 100 is clamp
 class AuditFilterInput(serializers.Serializer):
     """`type`, `from` (inclusive) and `to` (exclusive), ISO 8601; an empty value is no filter, as a form sends it."""
 
-    type = serializers.ChoiceField(choices=AuditEvent.Type.values, required=False)
+    type = serializers.ChoiceField(choices=AuditEvent.Type.values, required=False, error_messages={
+        "invalid_choice": f"\"{{input}}\" is not an audit event type; the types: {', '.join(AuditEvent.Type.values)}."})
 
     def get_fields(self) -> dict:
         fields = super().get_fields()

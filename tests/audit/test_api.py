@@ -258,3 +258,8 @@ def test_another_organizations_events_never_appear_in_an_export(exporter, growth
         rows = _csv_rows(exporter.get(EXPORT, {**query, "format": "csv"}))
         assert {row[0] for row in rows[1:]} == mine and "rival" not in str(rows)
     assert len(json.loads(_body(key_client(rival).get(EXPORT, {"format": "json"})))) == 4
+
+
+def test_an_unknown_type_is_told_the_valid_ones(key_client, org):
+    message = key_client(org).get(URL, {"type": "sgin"}).json()["details"]["type"][0]
+    assert '"sgin"' in message and "sign" in message and "team.role_changed" in message
