@@ -252,4 +252,6 @@ def _unknown(type: str, metadata) -> Described:
     """A type without its own sentence: its name in words, each metadata value under a spelled-out label."""
     if not isinstance(metadata, dict):
         return Described(f"{type_label(type)}.", (("Details", _value(metadata)),))
-    return Described(f"{type_label(type)}.", tuple((_spelled(key), _value(value)) for key, value in metadata.items()))
+    # Sorted: PostgreSQL's jsonb keeps keys in its own order (shortest first), SQLite in the written one.
+    return Described(f"{type_label(type)}.",
+                     tuple((_spelled(key), _value(value)) for key, value in sorted(metadata.items())))

@@ -89,6 +89,6 @@ def test_missing_values_read_as_words_never_as_none():
 def test_an_unknown_type_reads_as_its_name_and_labelled_values():
     described = describe("api_key.created", {"key_name": "ci", "scopes": ["sign"], "limits": {"rpm": 5}}, NAMES)
     assert described.sentence == "Api key created."
-    assert described.references == (("Key name", "ci"), ("Scopes", "sign"), ("Limits", '{"rpm": 5}'))
+    assert described.references == (("Key name", "ci"), ("Limits", '{"rpm": 5}'), ("Scopes", "sign"))
     assert type_label("api_key.created") == "Api key created" and type_label("") == "Event"
     assert describe("sign", [1, "two"], NAMES).references == (("Details", '[1, "two"]'),)
