@@ -232,7 +232,9 @@ def test_growth_and_above_export_with_a_key_or_a_session(plan, key_client, sessi
     owner = factories.make_user(org=org)
     member = factories.make_user(org=org, role="user")
     for client in (key_client(org), session_client(owner), session_client(member)):
-        assert client.get(EXPORT, {"format": "json"}).status_code == 200
+        response = client.get(EXPORT, {"format": "json"})
+        assert response.status_code == 200
+        response.close()  # what the server does after any response; it frees the export's slot
 
 
 def test_an_unverified_owner_gets_403_on_the_export(growth_org, key_client):
@@ -263,3 +265,21 @@ def test_another_organizations_events_never_appear_in_an_export(exporter, growth
 def test_an_unknown_type_is_told_the_valid_ones(key_client, org):
     message = key_client(org).get(URL, {"type": "sgin"}).json()["details"]["type"][0]
     assert '"sgin"' in message and "sign" in message and "team.role_changed" in message
+
+
+def test_an_organization_runs_at_most_two_exports_at_a_time(exporter, growth_org, key_client):
+    audit_write(org=growth_org, type="sign", metadata={})
+    running = [exporter.get(EXPORT, {"format": "csv"}), exporter.get(EXPORT, {"format": "json"})]
+    refused = exporter.get(EXPORT, {"format": "csv"})
+    assert refused.status_code == 429 and refused.json()["error"] == "rate_limited"
+    assert int(refused["Retry-After"]) > 0 and not refused.streaming
+    rival = factories.make_org(plan="growth")
+    factories.make_user(org=rival)
+    other = key_client(rival).get(EXPORT, {"format": "csv"})  # another organization's slots are its own
+    assert other.status_code == 200
+    other.close()
+    assert len(_csv_rows(running[0])) == 2  # read to the end: the slot is free again
+    again = exporter.get(EXPORT, {"format": "csv"})
+    assert again.status_code == 200
+    running[1].close()  # closed unread (a client that left): free too
+    assert exporter.get(EXPORT, {"format": "json"}).status_code == 200
