@@ -23,8 +23,14 @@ DEV := DEBUG=$${DEBUG:-true}
 migrate: install
 	$(DEV) $(BIN)/python manage.py migrate --noinput
 
+# The development server and, beside it, the transparency log's sequencer (deploy/run_dev.py), as production
+# runs them: new records get their log proofs. Both write here; Ctrl-C stops both.
+# `make run PORT=8001` serves elsewhere (links in mails follow unless PUBLIC_BASE_URL is set).
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
 run: migrate
-	$(DEV) $(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(DEV) PUBLIC_BASE_URL=$${PUBLIC_BASE_URL:-http://$(HOST):$(PORT)} $(BIN)/python deploy/run_dev.py $(HOST):$(PORT)
 
 # Production: gunicorn with gunicorn.conf.py behind nginx (deploy/nginx.conf), on PostgreSQL and Redis,
 # DEBUG off. The environment it needs: README.md, "Production". Static files are collected to
