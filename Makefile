@@ -46,11 +46,15 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
-# Benchmarks need wrk (apt-get install wrk) and the watermark peer, which declares torch as a
-# dependency it does not use for dwtDct: install it without dependencies.
+# Everything bench/ imports: the dev extra (its scripts use tests/ helpers), the bench extra (locust,
+# PyWavelets) and the watermark peer invisible-watermark, which declares torch and onnx as dependencies
+# it does not use for dwtDct: installed without dependencies. The programs some benches start come
+# from Debian (README.md, "Development"): apt-get install wrk redis-server postgresql sox ffmpeg espeak-ng
 bench-deps: install
-	$(BIN)/pip install --quiet PyWavelets
+	$(BIN)/pip install --quiet -e ".[dev,bench]"
 	$(BIN)/pip install --quiet --no-deps invisible-watermark
+	@for tool in wrk redis-server sox ffmpeg espeak-ng; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	  test -z "$$missing" || echo "bench-deps: some benches also need:$$missing (apt-get install$$missing)"
 
 clean:
 	rm -rf $(VENV) db.sqlite3 .pytest_cache .ruff_cache
