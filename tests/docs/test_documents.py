@@ -99,3 +99,31 @@ def test_a_planted_missing_file_or_heading_is_caught(tmp_path):
     document.write_text("See [other](other.md#the-parts-name), [gone](gone.md), [bad](other.md#nowhere),\n"
                         "[here](#doc) and `config/settings.py`, `deploy/missing.sh`.\n\n# Doc\n")
     assert missing_citations(document) == ["gone.md", "other.md#nowhere", "deploy/missing.sh"]
+
+
+def _unknown(names: set[str]) -> set[str]:
+    """The names that nothing reads: not an environment variable or a setting of the service, its start
+    scripts, compose file, Makefile or browser tests."""
+    sources = [PROJECT / "config" / "settings.py", PROJECT / "gunicorn.conf.py", PROJECT / "compose.yaml",
+               PROJECT / "Makefile", *sorted((PROJECT / "deploy").glob("*.sh")),
+               *sorted((PROJECT / "tests" / "browser").glob("*.py"))]
+    source = "".join(path.read_text() for path in sources)
+    return {name for name in names if not re.search(rf"(?<![A-Z0-9_]){name}(?![A-Z0-9_])", source)}
+
+
+def cited_settings(text: str) -> set[str]:
+    """Environment variables a document cites: `NAME_WITH_UNDERSCORES` in backticks, or a settings table's rows."""
+    names = set(re.findall(r"`([A-Z][A-Z0-9]*_[A-Z0-9_]+)`", text))
+    names.update(re.findall(r"^\| `([A-Z][A-Z0-9_]+)`", text, re.MULTILINE))
+    return names
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/operations.md"])
+def test_every_setting_a_document_names_is_read_by_the_service(name):
+    cited = cited_settings((PROJECT / name).read_text())
+    assert cited, "the check found no setting in the document"
+    assert _unknown(cited) == set()
+
+
+def test_a_planted_unknown_setting_is_caught():
+    assert _unknown(cited_settings("Back up `KEY_ENCRYPTON_KEY` and `KEY_ENCRYPTION_KEY`.")) == {"KEY_ENCRYPTON_KEY"}
