@@ -25,7 +25,7 @@ from tests.media import photo_bytes
 from tests.proc_sockets import free_port
 
 PROJECT = Path(__file__).resolve().parents[2]
-STARTUP_SECONDS = 60
+STARTUP_SECONDS = 120
 
 pytestmark = [pytest.mark.postgres,
               pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL dump and restore"),

@@ -24,7 +24,7 @@ from tests.proc_sockets import free_port
 PROJECT = Path(__file__).resolve().parents[2]
 README = PROJECT / "README.md"
 DOCUMENTED_ADDRESS = "127.0.0.1:8000"
-STARTUP_SECONDS = 60
+STARTUP_SECONDS = 120
 BLOCK_SECONDS = 180
 MOST_SKIPPED = 6  # blocks shown but not run must stay few
 
