@@ -114,9 +114,21 @@ def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_proc
     assert checkpoint.status_code == 200 and checkpoint.text.splitlines()[1] == str(inclusion["tree_size"])
     assert requests.get(f"{base}/v1/records/{created.record_id}", timeout=30).json()["log"]["status"] == "integrated"
 
+    # The sequencer dies (a crash, an OOM kill): run_dev reports it and starts another, as a supervisor would.
+    [sequencer] = [int(line.split(":")[0]) for line in _session_pids(make.pid) if "log_sequencer" in line]
+    os.kill(sequencer, signal.SIGKILL)
+    second = client.record_submit(record_sign(key=key, generator_id=generator["generator_id"], model="m-1",
+                                              data=photo_bytes(fmt="jpeg")))
+    deadline = time.monotonic() + SEQUENCED_SECONDS
+    while requests.get(f"{base}/v1/records/{second.record_id}", timeout=30).json()["log"]["status"] != "integrated":
+        assert time.monotonic() < deadline, f"not sequenced after a restart:\n{output_path.read_text()[-4000:]}"
+        time.sleep(0.3)
+    assert "the log sequencer exited (-9); starting it again" in output_path.read_text()
+
     log_keys = tmp_path / "log-keys.json"
     assert svc(["--url", base, "log", "pin", "-o", str(log_keys)]) == 0
-    assert svc(["--url", base, "log", "verify", created.record_id, "--log-keys", str(log_keys)]) == 0
+    for record_id in (created.record_id, second.record_id):
+        assert svc(["--url", base, "log", "verify", record_id, "--log-keys", str(log_keys)]) == 0
 
     assert _session_pids(make.pid), "the processes of make run are not where this test looks for them"
     os.killpg(make.pid, signal.SIGINT)  # Ctrl-C in the terminal
