@@ -25,9 +25,10 @@ migrate: install
 
 # The development server and, beside it, the transparency log's sequencer (deploy/run_dev.py), as production
 # runs them: new records get their log proofs. Both write here; Ctrl-C stops both.
-# `make run PORT=8001` serves elsewhere (links in mails follow unless PUBLIC_BASE_URL is set).
-HOST ?= 127.0.0.1
-PORT ?= 8000
+# `make run PORT=8001` serves elsewhere (links in mails follow unless PUBLIC_BASE_URL is set); only the
+# command line sets them, never a HOST or PORT that happens to be in the environment.
+HOST := 127.0.0.1
+PORT := 8000
 
 run: migrate
 	$(DEV) PUBLIC_BASE_URL=$${PUBLIC_BASE_URL:-http://$(HOST):$(PORT)} $(BIN)/python deploy/run_dev.py $(HOST):$(PORT)
