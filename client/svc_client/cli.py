@@ -184,7 +184,7 @@ def _sign_client_managed(args: argparse.Namespace, out: Output, client: Client, 
             drafts.append(record_sign(key=key, generator_id=args.generator, model=args.model, data=data,
                                       watermark_id=args.watermark_id,
                                       phash=_phash(path, data) if args.phash else None))
-        except CodecError as error:  # over the service's limits, or a malformed image or video for its pHash
+        except CodecError as error:  # over the service's limits
             raise UsageError(f"cannot sign {path}: {error}") from None
         hashing(done, len(args.files))
     created: list[RecordCreated] = []
@@ -217,8 +217,8 @@ def _sign_client_managed(args: argparse.Namespace, out: Output, client: Client, 
                               f"{error}; its token is {c.token}")
         results.append(result)
     out.result({"results": results}, "\n".join(_signed_line(r) for r in results))
-    for line in failed:
-        out.error(line)
+    for line in failed:  # stderr only: with --json, stdout holds the one results document (each has its error)
+        print(f"svc: {line}", file=sys.stderr)
     return EXIT_USAGE if failed else EXIT_OK
 
 
@@ -239,14 +239,17 @@ def _carries_token(path: str) -> bool:
 
 
 def _phash(path: str, data: bytes) -> str | None:
-    """The service's own fingerprint of an image or video; None (with a warning) when the library that
-    decodes the format is not installed."""
+    """The service's own fingerprint of an image or video; None, with a warning, when the library that
+    decodes the format is not installed or the pictures cannot be decoded (the file is still signed: its
+    content hash does not need them)."""
     try:
         return content_phash(data)
     except ImportError as error:
         print(f"svc: {path} is signed without a pHash: decoding it needs {error.name or error} "
               "(pip install 'svc-client[phash]')", file=sys.stderr)
-        return None
+    except CodecError as error:
+        print(f"svc: {path} is signed without a pHash: its pictures cannot be decoded ({error})", file=sys.stderr)
+    return None
 
 
 def _targets(args: argparse.Namespace, paths: Sequence[str]) -> list[Path]:

@@ -232,3 +232,27 @@ def test_two_organizations_each_verification_names_the_signer_of_the_file(svc, s
     # A's own file still answers A.
     code, out, _ = svc("--json", "verify", "picture.signed.png", key=False)
     assert code == 0 and json.loads(out)["record_id"] == str(record_a.pk)
+
+
+def test_a_file_changed_while_it_was_signed_gets_no_signed_copy_and_its_record_is_reported(
+        signer, samples, tmp_path, monkeypatch):
+    from svc_client.client import Client
+
+    (tmp_path / "photo.png").write_bytes(samples["png"])
+    real_submit = Client.record_submit
+
+    def submit_then_change_the_file(self, draft):
+        created = real_submit(self, draft)
+        (tmp_path / "photo.png").write_bytes(photo_bytes("coffee", fmt="png"))  # edited meanwhile
+        return created
+
+    monkeypatch.setattr(Client, "record_submit", submit_then_change_the_file)
+    code, results, err = signer("photo.png")
+    assert code == 2
+    (result,) = results
+    assert result["signed_file"] is None and "the record signed" in result["error"]
+    assert err.startswith(f"svc: photo.png: record {result['record_id']} is stored, but its signed copy was not "
+                          "written: the signed file hashes to ")
+    assert err.rstrip().endswith(f"its token is {result['token']}") and len(err.splitlines()) == 1
+    assert not (tmp_path / "photo.signed.png").exists()
+    assert Record.objects.filter(pk=result["record_id"]).exists()
