@@ -261,6 +261,8 @@ def _targets(args: argparse.Namespace, paths: Sequence[str]) -> list[Path]:
         if target.resolve() in seen:
             raise UsageError(f"two files would be written to {target}: sign them into separate --out-dir folders")
         seen.add(target.resolve())
+        if not target.parent.is_dir():
+            raise UsageError(f"{target.parent} is not a folder; nothing was signed")
         if target.exists() and not args.force:
             raise UsageError(f"{target} exists; nothing was signed (--force overwrites it)")
     return targets

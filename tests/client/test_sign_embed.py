@@ -143,6 +143,10 @@ def test_output_and_out_dir_name_where_client_signed_files_go(signer, samples, t
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.signed.png", "b.signed.flac"]
     code, _, err = signer("a.png", "b.flac", "-o", "one.png")
     assert code == 2 and "--output names one file" in err
+    code, _, err = signer("a.png", "--out-dir", "missing")
+    assert (code, err) == (2, "svc: missing is not a folder; nothing was signed\n")
+    code, _, err = signer("a.png", "a.png", "--force")
+    assert code == 2 and "two files would be written to a.signed.png" in err
 
 
 def test_server_managed_signing_keeps_an_existing_file_too(svc, samples, tmp_path, monkeypatch):
