@@ -6,6 +6,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 from PIL import Image
@@ -260,3 +261,13 @@ def test_a_file_changed_while_it_was_signed_gets_no_signed_copy_and_its_record_i
     assert err.rstrip().endswith(f"its token is {result['token']}") and len(err.splitlines()) == 1
     assert not (tmp_path / "photo.signed.png").exists()
     assert Record.objects.filter(pk=result["record_id"]).exists()
+
+
+def test_a_video_is_signed_without_a_phash_and_a_warning_when_pyav_is_not_installed(monkeypatch, capsys, samples):
+    from svc_client.cli import _phash
+
+    monkeypatch.delitem(sys.modules, "media_codecs.video.frames", raising=False)
+    monkeypatch.setitem(sys.modules, "av", None)  # what `import av` meets where PyAV is not installed
+    assert _phash("clip.mp4", samples["mp4"]) is None
+    assert capsys.readouterr().err == ("svc: clip.mp4 is signed without a pHash: decoding it needs av "
+                                       "(pip install 'svc-client[phash]')\n")

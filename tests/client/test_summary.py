@@ -80,3 +80,4 @@ def test_offline_verification_reads_as_a_sentence():
                                                 "offline with the pinned keys.")
     assert offline_text(False, "the file was changed after signing", record) == (
         "Not authentic: the file was changed after signing.")
+
