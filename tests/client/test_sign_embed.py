@@ -264,9 +264,11 @@ def test_a_file_changed_while_it_was_signed_gets_no_signed_copy_and_its_record_i
 
 
 def test_a_video_is_signed_without_a_phash_and_a_warning_when_pyav_is_not_installed(monkeypatch, capsys, samples):
+    import media_codecs.video
     from svc_client.cli import _phash
 
     monkeypatch.delitem(sys.modules, "media_codecs.video.frames", raising=False)
+    monkeypatch.delattr(media_codecs.video, "frames", raising=False)  # as if it had never been imported
     monkeypatch.setitem(sys.modules, "av", None)  # what `import av` meets where PyAV is not installed
     assert _phash("clip.mp4", samples["mp4"]) is None
     assert capsys.readouterr().err == ("svc: clip.mp4 is signed without a pHash: decoding it needs av "
