@@ -53,7 +53,7 @@ class VerificationOutput(serializers.Serializer):
     tampered = serializers.BooleanField()
     confidence = serializers.ChoiceField(choices=["high", "medium", "low", "none"])
     token_source = serializers.ChoiceField(
-        choices=["provided", "c2pa", "xmp", "metadata", "watermark", "phash", "none"])
+        choices=["provided", "c2pa", "xmp", "metadata", "watermark", "content_hash", "phash", "none"])
     signals = serializers.SerializerMethodField()
     provenance = serializers.SerializerMethodField()
     reason = serializers.CharField(required=False, help_text="Present exactly when authentic is false.")

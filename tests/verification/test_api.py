@@ -102,9 +102,9 @@ def test_an_altered_token_is_invalid(api_client, key_client, org, generator):
 
 
 def test_a_forged_xmp_token_is_invalid(api_client, key_client, org, generator):
-    signed = _sign(key_client(org), generator, photo_bytes()).content
-    codec = get_codec("jpeg")
-    forged = codec.embed_token(signed, "svc_" + "A" * 44)
+    # On a file nobody signed: a signed file keeps its content hash, which finds its record
+    # (tests/verification/test_exact_hash.py).
+    forged = get_codec("jpeg").embed_token(photo_bytes("rocket", "jpeg"), "svc_" + "A" * 44)
     result = _verify(api_client, forged)
     assert (result["token_source"], result["reason"]) == ("xmp", "invalid_token")
 
@@ -145,9 +145,10 @@ def test_a_client_record_with_a_phash_is_found_without_token_or_watermark(api_cl
     body = factories.record_body(generator=generator, seed=seed, content=content,
                                  phash=codec.fingerprint(content))
     record_id = key_client(org).post("/v1/records", body, format="json").json()["record_id"]
-    result = _verify(api_client, content)
-    assert (result["token_source"], result["record_id"], result["authentic"]) == ("phash", record_id, True)
-    assert result["confidence"] == "medium"
+    # The unchanged file is found by its exact hash; a converted copy by its pHash, as a changed copy.
+    result = _verify(api_client, encode(decode(content).convert("RGB"), "jpeg", quality=90))
+    assert (result["token_source"], result["record_id"], result["tampered"]) == ("phash", record_id, True)
+    assert (result["confidence"], result["reason"]) == ("low", "content_tampered")
 
 
 def test_a_flat_picture_is_never_found_through_another_flat_pictures_hash(api_client, key_client, org, generator):
