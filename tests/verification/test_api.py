@@ -4,6 +4,7 @@ import base64
 import io
 import json
 import uuid
+from datetime import datetime
 
 import pytest
 from dilithium_py.ml_dsa import ML_DSA_65
@@ -33,6 +34,11 @@ def _sign(client, generator, content: bytes):
     return response
 
 
+def _day(result: dict) -> str:
+    signed_at = datetime.fromisoformat(result["provenance"]["signed_at"])
+    return f"{signed_at.day} {signed_at:%B %Y}"
+
+
 def _verify(api_client, content: bytes, token: str | None = None) -> dict:
     body = {"content": io.BytesIO(content)}
     if token is not None:
@@ -50,7 +56,10 @@ def test_signed_content_verifies_with_high_confidence(api_client, key_client, or
                       "signals": {"watermark_found": True, "record_found": True, "signature_valid": True},
                       "provenance": {"org": org.name, "model": "diffusion-xl",
                                      "signed_at": result["provenance"]["signed_at"]},
-                      "record_id": signed["X-Service-Record-Id"], "log": {"status": "pending"}}
+                      "record_id": signed["X-Service-Record-Id"], "log": {"status": "pending"},
+                      "summary": f"This file is exactly the content that {org.name} signed with the model "
+                                 f"diffusion-xl on {_day(result)}: its signature checks out and the content has "
+                                 "not changed since. It also carries that signing's invisible watermark."}
 
 
 @pytest.mark.parametrize("fmt", ["jpeg", "png", "webp"])
@@ -129,7 +138,9 @@ def test_unsigned_content_has_no_provenance(api_client):
     assert result == {"authentic": False, "tampered": False, "confidence": "none", "token_source": "none",
                       "signals": {"watermark_found": False, "record_found": False, "signature_valid": False},
                       "provenance": None, "reason": "no_provenance_found", "record_id": None,
-                      "log": None}
+                      "log": None, "summary": "No provenance was found: no token, watermark or signed record "
+                                             "matches this file. This makes no claim either way: absence of "
+                                             "provenance is not evidence that a person made it."}
 
 
 @pytest.mark.parametrize("garbage", [b"not an image at all", b"\xff\xd8\xff\xe0" + b"\x00" * 100,

@@ -83,6 +83,9 @@ def test_a_file_b_signed_from_as_output_names_b_not_a(api_client, key_client, or
     # A's mark is not B's: it does not count for B's record, and the words say whose it is.
     assert result["signals"] == {"watermark_found": False, "record_found": True, "signature_valid": True}
     assert result["confidence"] == "medium" and "reason" not in result
+    assert result["summary"].startswith("This file is exactly the content that Bravo Studio signed with the model "
+                                        "client-model on ")
+    assert "It also carries the invisible watermark of content that Acme Labs signed" in result["summary"]
 
 
 def test_as_own_output_still_names_a(api_client, key_client, org_a, org_b, signed_by_a):
@@ -100,6 +103,7 @@ def test_a_resaved_copy_nobody_signed_is_still_a_changed_copy_of_as_content(api_
     assert (result["token_source"], result["record_id"], result["reason"]) == (
         "watermark", signed_by_a["X-Service-Record-Id"], "content_tampered")
     assert result["signals"]["watermark_found"] is True
+    assert result["summary"].startswith("This is a changed copy of content that Acme Labs signed")
 
 
 def test_an_explicit_token_is_answered_about_that_token(api_client, key_client, org_b, signed_by_a):
@@ -121,6 +125,7 @@ def test_an_embedded_token_of_a_changed_file_gives_way_to_the_exact_record(api_c
     result = _verify(api_client, edited)
     assert (result["token_source"], result["record_id"], result["authentic"]) == (
         "content_hash", b_record["record_id"], True)
+    assert "Its metadata carries a token for different content, which Acme Labs signed" in result["summary"]
 
 
 def test_a_damaged_embedded_token_on_an_unchanged_file_gives_way_to_the_exact_record(api_client, signed_by_a):
