@@ -15,6 +15,7 @@ from typing import Any
 # How the record was found, as the end of "The record was found ...".
 FOUND_THROUGH = {
     "provided": "through the token given with --token",
+    "c2pa": "through the token in the file's C2PA manifest",
     "xmp": "through the token in the file's XMP metadata",
     "metadata": "through the token in the file's metadata",
     "watermark": "through the watermark in the content",
