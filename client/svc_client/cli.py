@@ -273,8 +273,12 @@ def _write_new(path: Path, data: bytes, *, force: bool) -> None:
     is kept). With `force` the file is replaced whole, never left half written."""
     try:
         if not force:
-            with path.open("xb") as file:
-                file.write(data)
+            with path.open("xb") as file:  # created here: a failed write removes it below
+                try:
+                    file.write(data)
+                except OSError:
+                    path.unlink(missing_ok=True)
+                    raise
             return
         temporary = path.with_name(f".{path.name}.svc-{os.getpid()}")
         try:
