@@ -5,7 +5,7 @@ import uuid
 from accounts import blocklist
 from accounts.credentials import api_key_lookup_id, digests_match
 from accounts.jwt_sessions import InvalidSessionToken, SessionClaims, session_token_decode
-from accounts.models import ApiKey, Organization, User
+from accounts.models import ApiKey, Organization, RecoveryCode, User
 from config.hot_sql import ChildWithParents
 
 # Every authenticated request runs one of these: SQL built once (config.hot_sql.py).
@@ -40,10 +40,11 @@ def user_for_session_token(raw: str) -> tuple[User, SessionClaims] | None:
     user = _ACTIVE_USER_BY_ID.get(user_id)
     if user is None or str(user.org_id) != claims.org_id:
         return None
-    if user.sessions_valid_after and claims.iat < int(user.sessions_valid_after.timestamp()):
+    if user.sessions_valid_after and claims.iat <= int(user.sessions_valid_after.timestamp()):
+        # `iat` has whole seconds: a token of the same second as the password change may be older than
+        # it, so it is refused too (session_token_for dates new sessions from the next second).
         return None
     return user, claims
-
 
 
 def organization_api_keys(*, org: Organization) -> list[ApiKey]:
@@ -54,3 +55,8 @@ def organization_api_keys(*, org: Organization) -> list[ApiKey]:
 def personal_api_keys(*, org: Organization, user: User) -> list[ApiKey]:
     """`user`'s active personal keys in `org`, newest first."""
     return list(ApiKey.objects.for_org(org).active().personal_of(user).order_by("-created_at"))
+
+
+def recovery_codes_remaining(*, user: User) -> int:
+    """How many of the user's two-factor recovery codes are still unused."""
+    return RecoveryCode.objects.filter(user=user, used_at__isnull=True).count()

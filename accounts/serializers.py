@@ -3,6 +3,8 @@
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from accounts.credentials import normalize_recovery_code
+
 PASSWORD_MIN, PASSWORD_MAX = 8, 128  # spec: min 8; the max bounds hashing work
 
 
@@ -17,9 +19,23 @@ class LoginInput(serializers.Serializer):
     password = serializers.CharField(max_length=PASSWORD_MAX, trim_whitespace=False)
 
 
+class SecondFactorField(serializers.CharField):
+    """An authenticator code (6 digits) or a recovery code (`xxxx-xxxx-xxxx-xxxx`, case, dashes and
+    spaces forgiven)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=32, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not (len(value) == 6 and value.isascii() and value.isdigit()) and normalize_recovery_code(value) is None:
+            raise serializers.ValidationError("Enter the 6-digit code from your authenticator app or a recovery code.")
+        return value
+
+
 class Verify2faInput(serializers.Serializer):
     challenge_token = serializers.CharField(max_length=200)
-    otp = serializers.RegexField(r"^\d{6}$", max_length=6)
+    otp = SecondFactorField()
 
 
 class TokenInput(serializers.Serializer):
@@ -37,6 +53,22 @@ class ResetPasswordInput(serializers.Serializer):
 
 class OtpInput(serializers.Serializer):
     otp = serializers.RegexField(r"^\d{6}$", max_length=6)
+
+
+class SecondFactorInput(serializers.Serializer):
+    otp = SecondFactorField()
+
+
+class RecoveryCodesRegenerateInput(serializers.Serializer):
+    """Exactly one proof: a current authenticator code or the account password."""
+
+    otp = serializers.RegexField(r"^\d{6}$", max_length=6, required=False)
+    password = serializers.CharField(max_length=PASSWORD_MAX, trim_whitespace=False, required=False)
+
+    def validate(self, data):
+        if ("otp" in data) == ("password" in data):
+            raise serializers.ValidationError("Send either otp (a current authenticator code) or password.")
+        return data
 
 
 class ApiKeyCreateInput(serializers.Serializer):
@@ -92,6 +124,15 @@ class TotpSetupOutput(serializers.Serializer):
 
 class TwoFactorStateOutput(serializers.Serializer):
     enabled = serializers.BooleanField()
+
+
+class TwoFactorEnabledOutput(TwoFactorStateOutput):
+    recovery_codes = serializers.ListField(child=serializers.CharField(), help_text=(
+        "Ten single-use recovery codes, returned only here; each signs in once in place of an authenticator code."))
+
+
+class RecoveryCodesOutput(serializers.Serializer):
+    recovery_codes = serializers.ListField(child=serializers.CharField())
 
 
 class ApiKeyOutput(serializers.Serializer):
