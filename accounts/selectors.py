@@ -5,7 +5,7 @@ import uuid
 from accounts import blocklist
 from accounts.credentials import api_key_lookup_id, digests_match
 from accounts.jwt_sessions import InvalidSessionToken, SessionClaims, session_token_decode
-from accounts.models import ApiKey, Organization, RecoveryCode, User
+from accounts.models import ApiKey, Organization, User
 from config.hot_sql import ChildWithParents
 
 # Every authenticated request runs one of these: SQL built once (config.hot_sql.py).
@@ -47,6 +47,11 @@ def user_for_session_token(raw: str) -> tuple[User, SessionClaims] | None:
     return user, claims
 
 
+def recovery_codes_remaining(*, user: User) -> int:
+    """How many of the user's two-factor recovery codes are still unused."""
+    return user.recovery_codes.filter(used_at__isnull=True).count()
+
+
 def organization_api_keys(*, org: Organization) -> list[ApiKey]:
     """The organization's active keys (not members' personal ones), newest first."""
     return list(ApiKey.objects.for_org(org).active().organization_keys().order_by("-created_at"))
@@ -55,8 +60,3 @@ def organization_api_keys(*, org: Organization) -> list[ApiKey]:
 def personal_api_keys(*, org: Organization, user: User) -> list[ApiKey]:
     """`user`'s active personal keys in `org`, newest first."""
     return list(ApiKey.objects.for_org(org).active().personal_of(user).order_by("-created_at"))
-
-
-def recovery_codes_remaining(*, user: User) -> int:
-    """How many of the user's two-factor recovery codes are still unused."""
-    return RecoveryCode.objects.filter(user=user, used_at__isnull=True).count()

@@ -3,8 +3,6 @@
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from accounts.credentials import normalize_recovery_code
-
 PASSWORD_MIN, PASSWORD_MAX = 8, 128  # spec: min 8; the max bounds hashing work
 
 
@@ -19,23 +17,20 @@ class LoginInput(serializers.Serializer):
     password = serializers.CharField(max_length=PASSWORD_MAX, trim_whitespace=False)
 
 
-class SecondFactorField(serializers.CharField):
-    """An authenticator code (6 digits) or a recovery code (`xxxx-xxxx-xxxx-xxxx`, case, dashes and
-    spaces forgiven)."""
+# An authenticator code (6 digits) or a recovery code: 16 characters of Crockford's base32 (any case, the
+# look-alikes i, l and o allowed; accounts.credentials.normalize_recovery_code), dashes or spaces between
+# the groups of four optional.
+SECOND_FACTOR_PATTERN = r"^(\d{6}|[0-9a-tv-zA-TV-Z]{4}([- ]?[0-9a-tv-zA-TV-Z]{4}){3})$"
 
-    def __init__(self, **kwargs):
-        super().__init__(max_length=32, **kwargs)
 
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if not (len(value) == 6 and value.isascii() and value.isdigit()) and normalize_recovery_code(value) is None:
-            raise serializers.ValidationError("Enter the 6-digit code from your authenticator app or a recovery code.")
-        return value
+def _second_factor_field() -> serializers.RegexField:
+    return serializers.RegexField(SECOND_FACTOR_PATTERN, max_length=32, error_messages={
+        "invalid": "Enter the 6-digit code from your authenticator app or a recovery code."})
 
 
 class Verify2faInput(serializers.Serializer):
     challenge_token = serializers.CharField(max_length=200)
-    otp = SecondFactorField()
+    otp = _second_factor_field()
 
 
 class TokenInput(serializers.Serializer):
@@ -56,7 +51,7 @@ class OtpInput(serializers.Serializer):
 
 
 class SecondFactorInput(serializers.Serializer):
-    otp = SecondFactorField()
+    otp = _second_factor_field()
 
 
 class RecoveryCodesRegenerateInput(serializers.Serializer):
