@@ -133,11 +133,13 @@ def signup_page(request):
 
 @require_http_methods(["GET", "POST"])
 def logout_page(request):
-    """POST signs out; a GET (a bookmark, the address bar) asks first, since a link must not sign out."""
+    """POST signs out. A GET (a bookmark, the address bar) signs nobody out, since a link must not: it
+    lands on the overview, whose header has the button (or on the login page when signed out)."""
     if request.method == "GET":
         if not request.user.is_authenticated:
             return redirect("dashboard:login")
-        return render(request, "dashboard/auth/logout.html")
+        messages.info(request, "To sign out, use the Sign out button at the top of the page.")
+        return redirect("dashboard:overview")
     logout(request)
     messages.success(request, "You are signed out.")
     return redirect("dashboard:login")

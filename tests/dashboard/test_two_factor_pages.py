@@ -273,3 +273,9 @@ def test_password_attempts_count_on_the_sign_in_limit_per_address(owner, owner_p
     assert refused.status_code == 429 and refused["Retry-After"]
     owner.refresh_from_db()
     assert owner.check_password(factories.PASSWORD)
+
+
+def test_a_get_on_logout_signs_nobody_out_and_says_where_the_button_is(owner, owner_page):
+    landed = owner_page.get("/logout", follow=True)
+    assert landed.redirect_chain == [("/dashboard", 302)] and "Sign out button" in landed.content.decode()
+    assert Client().get("/logout")["Location"] == "/login"
