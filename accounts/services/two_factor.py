@@ -82,12 +82,13 @@ def two_factor_disable(*, user: User, otp: str) -> None:
     device = _confirmed_device(user)
     _refuse_if_locked(user)
     with transaction.atomic():
-        outcome = _second_factor_spend(user=user, device=device, code=otp)
+        outcome = _second_factor_spend(user=user, device=device, code=otp, signing_in=False)
         if outcome is Redeemed.ACCEPTED:
             TOTPDevice.objects.filter(user=user).delete()
             recovery_codes_delete(user=user)
             User.objects.filter(pk=user.pk).update(two_factor_enabled=False)
-            _audit(user, AuditEvent.Type.TWO_FACTOR_DISABLED)
+            _audit(user, AuditEvent.Type.TWO_FACTOR_DISABLED,
+                   proof="authenticator" if _is_totp_shaped(otp) else "recovery_code")
     _refuse_unless_accepted(user, outcome)
     user.two_factor_enabled = False
 
@@ -180,15 +181,16 @@ def _refuse_if_locked(user: User) -> None:
         raise TooManyAttempts(headers={"Retry-After": str(seconds)})
 
 
-def _second_factor_spend(*, user: User, device: TOTPDevice, code: str) -> Redeemed:
+def _second_factor_spend(*, user: User, device: TOTPDevice, code: str, signing_in: bool = True) -> Redeemed:
     """Check an authenticator code (6 digits) or spend a recovery code; a right one resets the lockout
     counter. Runs inside the transaction of what the code authorizes; the caller then passes the outcome
-    to `_refuse_unless_accepted`, outside it, so a wrong code's count is never rolled back."""
+    to `_refuse_unless_accepted`, outside it, so a wrong code's count is never rolled back. A recovery
+    code spent to sign in is audited here; other uses are audited by their caller."""
     if _is_totp_shaped(code):
         outcome = Redeemed.ACCEPTED if device.verify_token(code) else Redeemed.WRONG
     else:
         outcome = recovery_code_redeem(user=user, code=code)
-        if outcome is Redeemed.ACCEPTED:
+        if outcome is Redeemed.ACCEPTED and signing_in:
             _audit(user, AuditEvent.Type.RECOVERY_CODE_USED, remaining=recovery_codes_remaining(user=user))
     if outcome is Redeemed.ACCEPTED:
         User.objects.filter(pk=user.pk).update(failed_otp_count=0, otp_locked_until=None)

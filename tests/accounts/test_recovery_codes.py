@@ -174,8 +174,10 @@ def test_disabling_deletes_the_codes_and_accepts_a_recovery_code_for_a_lost_phon
     response = owner_client.post("/v1/auth/2fa/disable", {"otp": codes[5]}, format="json")
     assert response.status_code == 200 and response.json() == {"enabled": False}
     assert not RecoveryCode.objects.filter(user=owner).exists()
-    types = set(AuditEvent.objects.for_org(owner.org).values_list("type", flat=True))
-    assert {"account.two_factor_disabled", "account.recovery_code_used"} <= types
+    event = AuditEvent.objects.for_org(owner.org).get(type="account.two_factor_disabled")
+    assert event.metadata == {"actor_id": str(owner.pk), "proof": "recovery_code"}
+    # Not a sign-in: the disable event says how it was proven, and no "recovery code used" is written.
+    assert not AuditEvent.objects.for_org(owner.org).filter(type="account.recovery_code_used").exists()
 
 
 def test_disabling_with_a_spent_recovery_code_is_refused(api_client, owner_client, owner, enabled):
