@@ -207,6 +207,12 @@ def _account(done: str) -> Callable[[_Reader], Described]:
     return lambda event: Described(f"{event.actor()} {done}.")
 
 
+def _two_factor_disabled(event: _Reader) -> Described:
+    proof = {"authenticator": " with an authenticator code", "recovery_code": " with a recovery code"}.get(
+        event.text("proof", ""), "")
+    return Described(f"{event.actor()} turned off two-factor sign-in{proof}.")
+
+
 def _recovery_code_used(event: _Reader) -> Described:
     left = event.metadata.get("remaining")
     remaining = f"; {left} left" if isinstance(left, int) else ""
@@ -228,7 +234,7 @@ _DESCRIBERS: dict[str, Callable[[_Reader], Described]] = {
     "webhook.deleted": _webhook_deleted,
     "billing.plan_changed": _plan_changed,
     "account.two_factor_enabled": _account("turned on two-factor sign-in"),
-    "account.two_factor_disabled": _account("turned off two-factor sign-in"),
+    "account.two_factor_disabled": _two_factor_disabled,
     "account.recovery_codes_regenerated": _account("replaced their recovery codes"),
     "account.recovery_code_used": _recovery_code_used,
     "account.password_changed": _account("changed their password"),

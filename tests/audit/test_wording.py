@@ -71,6 +71,8 @@ def test_every_type_the_code_writes_or_declares_has_a_sentence_and_a_label():
     ("billing.plan_changed", {"plan": "growth", "previous_plan": "free", "actor": "manage.py set_plan"},
      "The plan changed from Free to Growth, by manage.py set_plan.", ()),
     ("account.two_factor_enabled", {"actor_id": ALICE}, "alice@example.com turned on two-factor sign-in.", ()),
+    ("account.two_factor_disabled", {"actor_id": ALICE, "proof": "recovery_code"},
+     "alice@example.com turned off two-factor sign-in with a recovery code.", ()),
     ("account.recovery_code_used", {"actor_id": ALICE, "remaining": 9},
      "alice@example.com signed in with a recovery code; 9 left.", ()),
     ("account.password_changed", {}, "Someone changed their password.", ()),
