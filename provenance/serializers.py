@@ -138,8 +138,8 @@ class RecordListQuery(PageQuery):
                 "to": InstantField(required=False, help_text="Records signed before this instant.")}
 
     def validate(self, attrs: dict) -> dict:
-        if "from" in attrs and "to" in attrs and attrs["from"] > attrs["to"]:
-            raise serializers.ValidationError({"to": ["Must not be before `from`."]})
+        if "from" in attrs and "to" in attrs and attrs["from"] >= attrs["to"]:  # as the audit list's filters
+            raise serializers.ValidationError({"to": ["Must be later than `from`."]})
         return attrs
 
 

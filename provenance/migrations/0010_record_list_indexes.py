@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('accounts', '0004_organization_active_webhooks'),
         ('generators', '0001_initial'),
-        ('provenance', '0008_record_mark_in_file'),
+        ('provenance', '0009_record_content_hash_earliest'),
     ]
 
     operations = [
