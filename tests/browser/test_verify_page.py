@@ -106,3 +106,17 @@ def test_without_javascript_the_plain_file_input_verifies(browser, live_server, 
         assert _headline(page).startswith("This file is exactly the content that Acme Labs signed")
     finally:
         context.close()
+
+
+def test_reload_and_back_show_the_verdict_without_verifying_again(page, signed_jpeg):
+    from audit.models import AuditEvent
+
+    _drop(page, signed_jpeg.data, "signed.jpg", "image/jpeg")
+    headline = _headline(page)
+    assert page.url.split("?")[0].endswith("/verify") and "result=" in page.url
+    page.reload()
+    assert _headline(page) == headline
+    page.goto("/verify")
+    page.go_back()
+    assert _headline(page) == headline
+    assert AuditEvent.objects.filter(type="verify").count() == 1
