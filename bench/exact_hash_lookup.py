@@ -2,18 +2,21 @@
 
 Verification looks the file's content hash up after token and watermark, before the perceptual hash
 (`verification.selectors.record_for_content_hash`: the earliest record of the hash, with its organization,
-key and generator, one probe of the `(content_hash, signed_at)` index). This fills the benchmark database
+key and generator, one probe of the `(content_hash, signed_at, id)` index). This fills the benchmark database
 once, in SQL (reused on later runs): the records of bench/phash_lookup.py (each its own hash), plus a crowd
 of records that all share one hash (a client re-sending one file, a picture signed by many). Then it times
 the lookup, as a verification makes it, for:
 - hits: hashes of stored records (a client-signed file verified without its token);
 - misses: hashes no record has: the cost every unsigned or changed file now pays before the pHash search;
 - the crowd's hash: 100,000 records, one answer (the earliest).
-and, for scale, hashing a 1-megapixel JPEG as verification does (`content_hash_of_opened`), which an
+Each lookup's wall-clock time, this process's CPU time for it (building the statement's parameters and
+the record with its organization, key and generator), and PostgreSQL's own execution time (EXPLAIN
+ANALYZE), so a busy machine's scheduling delays can be told from the lookup's cost. And, for scale,
+hashing a 1-megapixel JPEG as verification does (`content_hash_of_opened`), which an
 unsigned file now pays too. It prints the plan PostgreSQL chose for each kind.
 
     .venv/bin/python bench/exact_hash_lookup.py [--records 1000000] [--crowd 100000] [--queries 2000]
-        [--database-url postgres://postgres@127.0.0.1:5432/bench]
+        [--rounds 3] [--database-url postgres://postgres@127.0.0.1:5432/bench]
 """
 
 import argparse
@@ -56,16 +59,33 @@ def fill_crowd(target: int) -> int:
     return target
 
 
-def time_lookups(hashes: list[str]) -> tuple[list[float], int]:
+def time_lookups(hashes: list[str]) -> tuple[list[float], list[float], int]:
+    """Wall-clock and this thread's CPU time of each lookup, in ms, and how many found a record."""
     from verification.selectors import record_for_content_hash
 
-    timings, found = [], 0
+    timings, cpu, found = [], [], 0
     for content_hash in hashes:
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.thread_time()
         record = record_for_content_hash(content_hash)
         timings.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.thread_time() - started_cpu) * 1000)
         found += record is not None
-    return timings, found
+    return timings, cpu, found
+
+
+def server_ms(hashes: list[str]) -> list[float]:
+    """PostgreSQL's own execution time of the lookup's statement for each hash (EXPLAIN ANALYZE)."""
+    from django.db import connection
+
+    from verification.selectors import _EARLIEST_WITH_HASH
+
+    sql = (_EARLIEST_WITH_HASH._compiled or _EARLIEST_WITH_HASH._compile())[0]
+    timings = []
+    with connection.cursor() as cursor:
+        for content_hash in hashes:
+            cursor.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + sql, [content_hash])
+            timings.append(cursor.fetchone()[0][0]["Execution Time"])
+    return timings
 
 
 def plan(content_hash: str) -> str:
@@ -78,9 +98,11 @@ def plan(content_hash: str) -> str:
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, [content_hash])
         lines = [row[0].strip() for row in cursor.fetchall()]
-    scans = [line.split("  (")[0].lstrip("-> ") for line in lines if "Index" in line and "record" in line]
+    scan = next(line for line in lines if "record_content_hash_earliest" in line)
+    rows = scan.split("rows=")[-1].split()[0]
+    sort = "with a sort" if any("Sort" in line for line in lines) else "no sort"
     buffers = next((line for line in lines if line.startswith("Buffers")), "")
-    return f"{'; '.join(scans)} ({buffers})"
+    return f"{scan.split('  (')[0].removeprefix('->').strip()}, {rows} row(s) read, {sort}; {buffers}"
 
 
 def hashing_ms(repeat: int) -> list[float]:
@@ -114,6 +136,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--crowd", type=int, default=100_000, help="records sharing one content hash")
     parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per kind (the machine may be shared)")
     parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
     args = parser.parse_args()
 
@@ -139,13 +162,19 @@ def main() -> None:
     time_lookups(hits[:50] + misses[:50] + crowd[:50])  # warm the connection, the statement and index pages
     print(f"\n{total:,} records in PostgreSQL {connection.pg_version // 10000}, {args.crowd:,} of them sharing one "
           f"hash; {args.queries} lookups each, one connection, as a verification makes them\n")
+    print(f"Load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("| lookup | found | mean ms | p50 ms | p99 ms | max ms |")
     print("|---|---|---|---|---|---|")
-    for label, hashes in (("hit (a stored record's hash)", hits), ("miss (no record has it)", misses),
-                          (f"crowd ({args.crowd:,} records, one hash)", crowd)):
-        timings, found = time_lookups(hashes)
-        print(row(label, timings, f"{found}/{len(hashes)}"))
+    kinds = (("hit (a stored record's hash)", hits), ("miss (no record has it)", misses),
+             (f"crowd ({args.crowd:,} records, one hash)", crowd))
+    for label, hashes in kinds:
+        for round_number in range(1, args.rounds + 1):
+            timings, cpu, found = time_lookups(hashes)
+            print(row(f"{label}, round {round_number}: wall", timings, f"{found}/{len(hashes)}"))
+            print(row(f"{label}, round {round_number}: client CPU", cpu, "-"))
+        print(row(f"{label}: PostgreSQL execution", server_ms(hashes), "-"))
     print(row("hashing a 1 MP JPEG (for scale)", hashing_ms(200), "-"))
+    print(f"\nLoad average after: {os.getloadavg()[0]:.1f}")
     print("\nPlans:")
     for label, content_hash in (("hit", hits[0]), ("miss", misses[0]), ("crowd", CROWD_HASH)):
         print(f"- {label}: {plan(content_hash)}")

@@ -60,7 +60,7 @@ def record_for_id(record_id: uuid.UUID) -> Record | None:
     return _RECORD_WITH_RELATIONS.get(record_id)
 
 
-# The earliest record of a content hash: one probe of the (content_hash, signed_at) index, however many
+# The earliest record of a content hash: one probe of the (content_hash, signed_at, id) index, however many
 # records share the hash (a client re-sending one file, a picture signed by several organizations).
 _EARLIEST_WITH_HASH = ChildWithParents(Record, "org", "key", "generator", match=("content_hash",),
                                        order=("signed_at", "id"))
