@@ -10,7 +10,7 @@ from provenance.models import Record
 from svc_client import PinnedKeys, SigningKey, record_sign, verify_offline
 from svc_client.offline import record_id_of_token
 from svc_client.signing import image_phash
-from tests.media import strip_metadata
+from tests.media import decode, encode, strip_metadata
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -126,5 +126,9 @@ def test_an_image_phash_is_the_services_own_and_finds_the_record_without_a_token
                                                 phash=image_phash(data)))
     assert service.record_get(created.record_id)["phash"] == image_phash(data)
 
-    found = service.verify(strip_metadata(data, "png"))  # no token anywhere: found by its pHash
-    assert (found["token_source"], found["record_id"]) == ("phash", created.record_id)
+    # No token anywhere: the unchanged file is found by its exact hash, a converted copy by its pHash.
+    found = service.verify(strip_metadata(data, "png"))
+    assert (found["token_source"], found["record_id"]) == ("content_hash", created.record_id)
+    converted = encode(decode(data).convert("RGB"), "jpeg", quality=90)
+    found = service.verify(converted)
+    assert (found["token_source"], found["record_id"], found["tampered"]) == ("phash", created.record_id, True)
