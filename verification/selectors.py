@@ -72,8 +72,13 @@ def record_for_content_hash(content_hash: str) -> Record | None:
 
 
 def record_for_watermark(mark_id: int) -> Record | None:
-    """The newest record whose server-made watermark id is `mark_id`."""
-    return _with_relations().filter(watermark_id=f"{mark_id:016x}").order_by("-signed_at").first()
+    """The newest record whose server-made watermark id is `mark_id`.
+
+    Only records the service signed and marked itself (server-managed: `format` is set). A client-managed
+    record's `watermark_id` is whatever its caller signed, and public: counting it would let anyone claim
+    another organization's mark by submitting a record that names it."""
+    return (_with_relations().filter(watermark_id=f"{mark_id:016x}", format__isnull=False)
+            .order_by("-signed_at").first())
 
 
 def record_ids_for_watermark(*, mark_id: int, family: str, limit: int) -> list[uuid.UUID]:
