@@ -50,6 +50,9 @@ pages = [
     path("dashboard/security/2fa/setup", auth.two_factor_setup, name="2fa-setup"),
     path("dashboard/security/2fa/enable", auth.two_factor_enable, name="2fa-enable"),
     path("dashboard/security/2fa/disable", auth.two_factor_disable, name="2fa-disable"),
+    path("dashboard/security/recovery-codes", auth.recovery_codes_page, name="recovery-codes"),
+    path("dashboard/security/recovery-codes/new", auth.recovery_codes_regenerate, name="recovery-codes-new"),
+    path("dashboard/security/password", auth.password_change, name="password-change"),
     path("dashboard/api-keys", api_keys.api_keys_page, name="api-keys"),
     path("dashboard/api-keys/new", api_keys.api_key_create, name="api-key-create"),
     path("dashboard/api-keys/<uuid:key_id>/revoke", api_keys.api_key_revoke, name="api-key-revoke"),
@@ -78,6 +81,7 @@ pages = [
     path("dashboard/webhooks/<uuid:webhook_id>/deliveries/<uuid:delivery_id>/retry", webhooks.webhook_retry,
          name="webhook-retry"),
     path("dashboard/audit", audit.audit_page_view, name="audit"),
+    path("dashboard/audit/export", audit.audit_export_view, name="audit-export"),
     path("dashboard/billing", billing.billing_page, name="billing"),
 ]
 
