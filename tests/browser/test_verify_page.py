@@ -3,7 +3,11 @@
 import base64
 
 import pytest
+from rest_framework.test import APIClient
 
+from provenance import crypto
+from provenance.hashing import content_hash_of_file
+from provenance.payload import signed_payload_bytes
 from provenance.signing import content_sign
 from tests import factories
 from tests.browser.page_checks import look
@@ -120,3 +124,26 @@ def test_reload_and_back_show_the_verdict_without_verifying_again(page, signed_j
     page.go_back()
     assert _headline(page) == headline
     assert AuditEvent.objects.filter(type="verify").count() == 1
+
+
+def test_a_file_another_organization_signed_from_a_copy_names_that_organization(page, signed_jpeg):
+    resaved = reencode_jpeg(signed_jpeg.data, 92)  # Acme Labs' mark still reads in it
+    bravo = factories.make_org(name="Bravo Studio")
+    generator, seed = factories.make_client_generator(org=bravo)
+    payload = {"content_hash": content_hash_of_file(resaved), "generator_id": str(generator.pk),
+               "model": "photo-gen", "watermark_id": "none"}
+    body = {**payload, "signed_payload": payload,
+            "signature": base64.b64encode(crypto.sign(seed, signed_payload_bytes(**payload))).decode()}
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {factories.make_api_key(org=bravo)}")
+    assert client.post("/v1/records", body, format="json").status_code == 201
+
+    _drop(page, resaved, "bravo.jpg", "image/jpeg")
+    headline = _headline(page)
+    assert headline.startswith("This file is exactly the content that Bravo Studio signed with the model photo-gen")
+    assert "invisible watermark of content that Acme Labs signed" in headline
+    assert "Confidence: medium." in page.inner_text(".verdict")
+    classes = page.eval_on_selector_all(".signal", "els => els.map(e => [e.innerText.trim().slice(2, 11), "
+                                                   "e.className])")
+    assert ["Watermark", "signal absent"] in classes  # another organization's mark is not this record's
+    look(page, "verify-dropped-two-organizations")
