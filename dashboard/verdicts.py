@@ -1,24 +1,66 @@
 """A verification result in words for the /verify page. The words themselves live in verification/summary.py,
 which the API's `summary` field uses too, so the page and the API never disagree (spec, What the service
-does, 5: finding nothing never means the content was made by a person)."""
+does, 5: finding nothing never means the content was made by a person).
 
-from dataclasses import dataclass
+The page follows post/redirect/get: the verdict travels to the result page as a signed value in its
+address (`verdict_token`), so a reload or Back shows the same verdict without verifying again, and nobody
+can make the page show a verdict the service did not give.
+"""
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+
+from django.core import signing
+from django.utils import timezone
 
 from verification import summary as words
+
+SALT = "dashboard.verify.result"
+MAX_AGE = 24 * 3600  # a result page older than a day asks for the file again: records can change (revocation)
 
 
 @dataclass(frozen=True)
 class VerdictInWords:
+    level: str  # the API's `confidence`
     headline: str  # the API's `summary`
     confidence: str  # what the confidence level means
     reason: str | None
-    found_through: str
+    found_through: str | None  # None when nothing was found
     signals: list[words.Signal]
+    provenance: dict | None  # {org, model, signed_at, record_id} when a record was found
+    checked_at: datetime
 
 
 def verdict_in_words(result) -> VerdictInWords:
     """Words for a `verification.services.Verification`."""
-    return VerdictInWords(headline=words.summary(result), confidence=words.CONFIDENCE[result.confidence],
-                          reason=words.REASONS.get(result.reason) if result.reason else None,
-                          found_through=words.SOURCES.get(result.token_source, result.token_source),
-                          signals=words.signals(result))
+    record = result.record
+    return VerdictInWords(
+        level=result.confidence, headline=words.summary(result), confidence=words.CONFIDENCE[result.confidence],
+        reason=words.REASONS.get(result.reason) if result.reason else None,
+        found_through=None if result.token_source == "none" else words.SOURCES.get(result.token_source),
+        signals=words.signals(result),
+        provenance=None if record is None else {"org": record.org.name, "model": record.model,
+                                                "signed_at": record.signed_at, "record_id": str(record.pk)},
+        checked_at=timezone.now())
+
+
+def verdict_token(verdict: VerdictInWords) -> str:
+    """The verdict, signed, for the result page's address."""
+    value = asdict(verdict)
+    value["checked_at"] = verdict.checked_at.isoformat()
+    if verdict.provenance is not None:
+        value["provenance"]["signed_at"] = verdict.provenance["signed_at"].isoformat()
+    return signing.dumps(value, salt=SALT, compress=True)
+
+
+def verdict_from_token(token: str) -> VerdictInWords | None:
+    """The verdict a `verdict_token` carries; None when it is damaged, forged or older than MAX_AGE."""
+    try:
+        value = signing.loads(token, salt=SALT, max_age=MAX_AGE)
+        provenance = value["provenance"]
+        if provenance is not None:
+            provenance["signed_at"] = datetime.fromisoformat(provenance["signed_at"])
+        return VerdictInWords(**{**value, "signals": [words.Signal(**signal) for signal in value["signals"]],
+                                 "checked_at": datetime.fromisoformat(value["checked_at"])})
+    except (signing.BadSignature, KeyError, TypeError, ValueError):
+        return None

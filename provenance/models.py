@@ -71,7 +71,7 @@ class Record(models.Model):
             models.Index(fields=["org", "format", "-signed_at"], name="record_org_format_newest"),
             # Verification's exact-hash lookup: the earliest record of a content hash, one index row however
             # many records share it. Also every equality lookup on content_hash (the admin's search).
-            models.Index(fields=["content_hash", "signed_at"], name="record_content_hash_earliest"),
+            models.Index(fields=["content_hash", "signed_at", "id"], name="record_content_hash_earliest"),
             # Exact matches, newest first, and the tie-break among a distance's records.
             models.Index(fields=["fingerprint_kind", "phash_value", "-signed_at"], name="record_fingerprint_exact"),
             # The sequencer's queue: only records not yet in the log, in the order it takes them, so

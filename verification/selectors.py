@@ -60,7 +60,7 @@ def record_for_id(record_id: uuid.UUID) -> Record | None:
     return _RECORD_WITH_RELATIONS.get(record_id)
 
 
-# The earliest record of a content hash: one probe of the (content_hash, signed_at) index, however many
+# The earliest record of a content hash: one probe of the (content_hash, signed_at, id) index, however many
 # records share the hash (a client re-sending one file, a picture signed by several organizations).
 _EARLIEST_WITH_HASH = ChildWithParents(Record, "org", "key", "generator", match=("content_hash",),
                                        order=("signed_at", "id"))
@@ -72,8 +72,13 @@ def record_for_content_hash(content_hash: str) -> Record | None:
 
 
 def record_for_watermark(mark_id: int) -> Record | None:
-    """The newest record whose server-made watermark id is `mark_id`."""
-    return _with_relations().filter(watermark_id=f"{mark_id:016x}").order_by("-signed_at").first()
+    """The newest record whose server-made watermark id is `mark_id`.
+
+    Only records the service signed and marked itself (server-managed: `format` is set). A client-managed
+    record's `watermark_id` is whatever its caller signed, and public: counting it would let anyone claim
+    another organization's mark by submitting a record that names it."""
+    return (_with_relations().filter(watermark_id=f"{mark_id:016x}", format__isnull=False)
+            .order_by("-signed_at").first())
 
 
 def record_ids_for_watermark(*, mark_id: int, family: str, limit: int) -> list[uuid.UUID]:

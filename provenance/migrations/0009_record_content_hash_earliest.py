@@ -1,4 +1,4 @@
-"""Verification's exact-hash lookup: an index on (content_hash, signed_at), replacing content_hash's own.
+"""Verification's exact-hash lookup: an index on (content_hash, signed_at, id), replacing content_hash's own.
 
 The composite index answers every equality lookup the single-column one did (its leading column), and
 gives the earliest record of a hash from its first row. The old index is dropped by name, found through
@@ -44,7 +44,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddIndex(
             model_name="record",
-            index=models.Index(fields=["content_hash", "signed_at"], name="record_content_hash_earliest"),
+            index=models.Index(fields=["content_hash", "signed_at", "id"], name="record_content_hash_earliest"),
         ),
         migrations.SeparateDatabaseAndState(
             state_operations=[migrations.AlterField(model_name="record", name="content_hash",

@@ -131,3 +131,24 @@ def test_row_inserter_needs_the_primary_key():
     event.pk = None
     with pytest.raises(ValueError):
         RowInserter(AuditEvent).insert([event])
+
+
+def test_order_takes_the_first_of_several_matches_as_the_orm_orders_them():
+    from datetime import timedelta
+
+    from provenance.models import Record
+
+    org = factories.make_org()
+    generator, _ = factories.make_client_generator(org=org)
+    key = generator.keys.get()
+    now = timezone.now()
+    # Two share the earliest time: the id settles it, as in the ORM's order_by("signed_at", "id").
+    records = Record.objects.bulk_create([
+        Record(org=org, generator=generator, key=key, model="m", watermark_id="none",
+               content_hash="sha3-256:" + "a" * 64, signature=b"x", signed_at=now + timedelta(seconds=offset))
+        for offset in (5, 0, 0, 9)])
+    lookup = ChildWithParents(Record, "org", "key", "generator", match=("content_hash",), order=("signed_at", "id"))
+    expected = Record.objects.filter(content_hash="sha3-256:" + "a" * 64).order_by("signed_at", "id").first()
+    assert lookup.get("sha3-256:" + "a" * 64).pk == expected.pk
+    assert expected.pk == min((r for r in records if r.signed_at == now), key=lambda r: r.pk).pk
+    assert "ORDER BY" in lookup._compiled[0]

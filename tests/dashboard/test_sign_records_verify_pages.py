@@ -105,7 +105,7 @@ def test_verify_page_explains_a_signed_file_in_words(org):
 
     signed = content_sign(org=org, generator_id=str(generator.pk), model="diffusion-v3",
                           data=photo_bytes("astronaut", "png"), declared_family=None)
-    page = Client().post("/verify", {"content": SimpleUploadedFile("x.png", signed.data)})
+    page = Client().post("/verify", {"content": SimpleUploadedFile("x.png", signed.data)}, follow=True)
     html = page.content.decode()
     assert page.status_code == 200
     day = f"{signed.record.signed_at.day} {signed.record.signed_at:%B %Y}"
@@ -115,7 +115,8 @@ def test_verify_page_explains_a_signed_file_in_words(org):
 
 
 def test_verify_page_says_that_finding_nothing_makes_no_claim_either_way():
-    page = Client().post("/verify", {"content": SimpleUploadedFile("x.png", photo_bytes("astronaut", "png"))})
+    page = Client().post("/verify", {"content": SimpleUploadedFile("x.png", photo_bytes("astronaut", "png"))},
+                         follow=True)
     html = page.content.decode()
     assert "makes no claim either way" in html and "absence of provenance is not evidence that a person made it" in html
     assert "Confidence: <strong>none</strong>. Nothing was found, so this makes no claim either way." in html
@@ -129,14 +130,55 @@ def test_verify_page_reports_a_tampered_file(org):
     signed = content_sign(org=org, generator_id=str(generator.pk), model="m",
                           data=b"Hello there, a paragraph.\n\nAnd a second one here.\n", declared_family=None)
     edited = signed.data.replace(b"Hello", b"Jello")
-    page = Client().post("/verify", {"content": SimpleUploadedFile("x.txt", edited), "token": signed.token})
+    page = Client().post("/verify", {"content": SimpleUploadedFile("x.txt", edited), "token": signed.token},
+                         follow=True)
     html = page.content.decode()
     assert page.status_code == 200 and f"This is a changed copy of content that {org.name} signed" in html
     assert "not evidence of manipulation" in html and '<li class="signal failed">' in html
 
 
+def test_verify_page_redirects_to_its_result_so_a_reload_does_not_verify_again(org):
+    from audit.models import AuditEvent
+    from provenance.signing import content_sign
+
+    generator = factories.make_generator(org=org, formats=["image"])
+    signed = content_sign(org=org, generator_id=str(generator.pk), model="m", data=photo_bytes("astronaut", "png"),
+                          declared_family=None)
+    client = Client()
+    posted = client.post("/verify", {"content": SimpleUploadedFile("x.png", signed.data)})
+    assert posted.status_code == 302 and posted["Location"].startswith("/verify?result=")
+    assert len(posted["Location"]) < 2000  # an address every browser keeps
+    assert AuditEvent.objects.filter(type="verify").count() == 1
+    for _ in range(2):  # a reload, and the address opened again later
+        page = client.get(posted["Location"])
+        assert page.status_code == 200 and "This file is exactly the content that" in page.content.decode()
+    assert AuditEvent.objects.filter(type="verify").count() == 1
+
+
+@pytest.mark.parametrize("result", ["garbage", "eyJsZXZlbCI6ImhpZ2gifQ:forged:signature", ""])
+def test_a_damaged_or_forged_result_address_shows_the_form_not_a_verdict(result):
+    page = Client().get(f"/verify?result={result}")
+    html = page.content.decode()
+    assert page.status_code == 200 and 'id="verdict-h"' not in html and 'type="file"' in html
+    assert ("has expired or its address was changed" in html) is bool(result)
+
+
+def test_a_result_address_older_than_a_day_has_expired(monkeypatch):
+    import time
+
+    from django.core import signing
+
+    client = Client()
+    location = client.post("/verify", {"content": SimpleUploadedFile("x.txt", b"hello")})["Location"]
+    assert 'id="verdict-h"' in client.get(location).content.decode()
+    now = time.time()
+    monkeypatch.setattr(signing.time, "time", lambda: now + 24 * 3600 + 1)
+    html = client.get(location).content.decode()
+    assert "has expired" in html and 'id="verdict-h"' not in html
+
+
 def test_verify_page_is_limited_per_ip_like_the_api(settings):
     settings.VERIFY_RATE_PER_MINUTE = 1
     client = Client()
-    assert client.post("/verify", {"content": SimpleUploadedFile("x.txt", b"hello")}).status_code == 200
+    assert client.post("/verify", {"content": SimpleUploadedFile("x.txt", b"hello")}).status_code == 302
     assert client.post("/verify", {"content": SimpleUploadedFile("x.txt", b"hello")}).status_code == 429

@@ -48,6 +48,7 @@ def test_signed_audio_comes_back_in_its_format_and_verifies_from_its_metadata(ap
                       "signals": {"watermark_found": False, "record_found": True, "signature_valid": True},
                       "provenance": {"org": org.name, "model": "music-gen",
                                      "signed_at": result["provenance"]["signed_at"]},
+                      "summary": uploads.unchanged_unmarked_summary(result),
                       "record_id": response["X-Service-Record-Id"], "log": {"status": "pending"}}
 
 

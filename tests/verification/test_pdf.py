@@ -37,6 +37,7 @@ def test_a_signed_pdf_verifies_with_medium_confidence(api_client, key_client, or
                       "signals": {"watermark_found": False, "record_found": True, "signature_valid": True},
                       "provenance": {"org": org.name, "model": "writer-1",
                                      "signed_at": result["provenance"]["signed_at"]},
+                      "summary": uploads.unchanged_unmarked_summary(result),
                       "record_id": signed["X-Service-Record-Id"], "log": {"status": "pending"}}
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.template.loader import render_to_string
 
 from dashboard.forms import VerifyForm
-from dashboard.verdicts import verdict_in_words
+from dashboard.verdicts import verdict_from_token, verdict_in_words, verdict_token
 from verification import summary as words
 from verification.services import PassedOver, Verification, _conclude
 
@@ -114,8 +114,8 @@ def test_only_a_signal_that_held_is_green(result):
 
 @pytest.mark.parametrize("result", STATES)
 def test_the_page_renders_every_state_with_the_summary_as_headline(result):
-    html = render_to_string("dashboard/verify.html", {"form": VerifyForm(), "result": result,
-                                                     "words": verdict_in_words(result)})
+    verdict = verdict_from_token(verdict_token(verdict_in_words(result)))  # as the result page gets it
+    html = render_to_string("dashboard/verify.html", {"form": VerifyForm(), "verdict": verdict})
     headline = re.search(r'<h2 id="verdict-h">(.*?)</h2>', html, re.S).group(1)
     assert headline == words.summary(result).replace("'", "&#x27;")
     green = re.findall(r'<li class="signal held">.*?<strong>(.*?)</strong>', html, re.S)

@@ -43,6 +43,7 @@ def test_signed_video_comes_back_in_its_container_and_verifies_from_its_token(ap
                       "signals": {"watermark_found": False, "record_found": True, "signature_valid": True},
                       "provenance": {"org": org.name, "model": "video-gen",
                                      "signed_at": result["provenance"]["signed_at"]},
+                      "summary": uploads.unchanged_unmarked_summary(result),
                       "record_id": response["X-Service-Record-Id"], "log": {"status": "pending"}}
 
 

@@ -14,3 +14,14 @@ def verify(api_client, content: bytes, **fields) -> dict:
     response = api_client.post("/v1/verify", {"content": io.BytesIO(content), **fields}, format="multipart")
     assert response.status_code == 200, response.content[:300]
     return response.json()
+
+
+def unchanged_unmarked_summary(result: dict) -> str:
+    """The `summary` of an authentic result without a watermark (confidence medium), from its provenance."""
+    from datetime import datetime
+
+    provenance = result["provenance"]
+    signed_at = datetime.fromisoformat(provenance["signed_at"])
+    return (f"This file is exactly the content that {provenance['org']} signed with the model {provenance['model']} "
+            f"on {signed_at.day} {signed_at:%B %Y}: its signature checks out and the content has not changed since. "
+            "It carries no invisible watermark of that signing, so the record alone vouches for it.")

@@ -6,9 +6,8 @@ document.addEventListener("DOMContentLoaded", function () {
   if (!zone) { return; }
   var form = zone.closest("form");
   var input = zone.querySelector("input[type=file]");
-  var hint = zone.querySelector("[data-dropzone-hint]");
   if (!form || !input || typeof DataTransfer === "undefined") { return; }
-  if (hint) { hint.hidden = false; }
+  document.querySelectorAll("[data-dropzone-hint]").forEach(function (hint) { hint.hidden = false; });
   zone.classList.add("active");
 
   function carriesFiles(event) {
