@@ -133,7 +133,9 @@ def test_signup_refuses_a_taken_email_short_passwords_and_mismatches(owner):
 
 def test_logout_is_a_post_that_ends_the_session(owner, page_client):
     client = page_client(owner)
-    assert client.get("/logout").status_code == 405
+    opened = client.get("/logout")  # typed or bookmarked: a page, and still signed in
+    assert opened.status_code == 302 and opened["Location"] == "/dashboard"
+    assert client.get("/dashboard").status_code == 200
     assert client.post("/logout")["Location"] == "/login"
     assert client.get("/dashboard").status_code == 302
 
