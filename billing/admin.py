@@ -45,7 +45,7 @@ class PlanRequestAdmin(admin.ModelAdmin):
 
     @admin.action(description="Apply the requested plan", permissions=["change"])
     def apply_requests(self, request, queryset):
-        applied = 0
+        selected, applied = queryset.count(), 0  # counted first: the list may be filtered on pending
         for plan_request in queryset.filter(status=PlanRequest.Status.PENDING).order_by("created_at"):
             try:
                 plan_request_apply(request_id=plan_request.pk, staff_email=request.user.email)
@@ -53,7 +53,7 @@ class PlanRequestAdmin(admin.ModelAdmin):
                 continue  # cancelled or applied meanwhile
             self.log_change(request, plan_request, f"Applied: {plan_request.plan}, {plan_request.billing_interval}.")
             applied += 1
-        skipped = queryset.count() - applied
+        skipped = selected - applied
         self.message_user(request, f"Applied {applied} request{'s' if applied != 1 else ''}"
                                    f"{f'; {skipped} not pending, left as they are' if skipped else ''}.",
                           messages.SUCCESS if applied else messages.WARNING)

@@ -219,3 +219,11 @@ def test_a_bad_choice_on_the_page_is_a_400_with_the_form(org, owner, page_client
     response = page_client(owner).post("/dashboard/billing/requests", {"plan": "platinum", "billing_interval": "x"})
     assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
     assert not PlanRequest.objects.exists()
+
+
+def test_the_action_counts_right_on_the_list_filtered_on_pending(client, staff, org, owner):
+    wanted = _ask(org, owner)
+    client.force_login(staff)
+    response = client.post("/admin/billing/planrequest/?status__exact=pending", {
+        "action": "apply_requests", "_selected_action": [str(wanted.pk)]}, follow=True)
+    assert "Applied 1 request." in response.content.decode()
