@@ -167,8 +167,10 @@ def test_the_owner_requests_a_plan_on_the_billing_page_and_sees_it_pending(
         org, owner, page_client, settings, django_capture_on_commit_callbacks):
     settings.BILLING_CONTACT_EMAIL = "sales@provenance.example"
     client = page_client(owner)
+    assert "Request this plan" not in client.get("/dashboard/billing").content.decode()  # choose in the table
     form = client.get("/dashboard/billing?plan=growth").content.decode()
     assert 'action="/dashboard/billing/requests"' in form and "sales@provenance.example" in form
+    assert "Move to Growth" in form and '<option value="growth" selected>' in form
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post("/dashboard/billing/requests", {"plan": "growth", "billing_interval": "annual"})
     assert response.status_code == 302 and response["Location"] == "/dashboard/billing"

@@ -141,7 +141,7 @@ def test_billing_shows_the_plans_the_current_one_and_the_upgrade_target(owner_pa
     page = owner_page.get("/dashboard/billing?plan=growth").content.decode()
     for label in ("Free", "Starter", "Growth", "Scale", "Enterprise"):
         assert label in page
-    assert "Free (current)" in page and "You chose <strong>Growth</strong>" in page
+    assert "Free (current)" in page and "Move to Growth" in page
     assert '<option value="growth" selected>' in page and "Request this plan" in page
     assert owner_page.get("/dashboard/billing?plan=nonsense").status_code == 200
 
