@@ -76,7 +76,7 @@ def _lands_on_a_page(client: Client, name: str, path: str, allowed: tuple[int, .
         landed = client.get(response["Location"], follow=True)
         assert landed.status_code in allowed and landed.status_code != 302, f"{path} -> {response['Location']}"
         assert landed["Content-Type"].startswith("text/html")
-    elif name != "signed-download":
+    elif not response.get("Content-Disposition", "").startswith("attachment"):  # a download is an answer too
         assert response["Content-Type"].startswith("text/html"), f"{path}: {response['Content-Type']}"
     return response.status_code
 
@@ -87,7 +87,8 @@ def test_the_owner_opens_every_address_and_gets_a_page(ids, page_client):
     answers = {name: _lands_on_a_page(client, name, path, (200, 302)) for name, path in _addresses(known)}
     # The walk reached the pages behind the ids, not only redirects away from them.
     for name in ("generator", "webhook", "member-keys", "signed", "api-key-created", "webhook-created",
-                 "api-key-revoke", "member-remove", "invite-cancel", "plan-request-cancel", "accept-invite"):
+                 "api-key-revoke", "member-remove", "invite-cancel", "plan-request-cancel", "accept-invite",
+                 "signed-download"):
         assert answers[name] == 200, name
 
 
@@ -127,7 +128,7 @@ def test_a_member_opens_every_address_and_gets_a_page_or_a_refusal_page(ids, pag
     _, member, known = ids
     client = page_client(member)
     for name, path in _addresses(known):
-        _lands_on_a_page(client, name, path, (200, 302, 403, 404))
+        _lands_on_a_page(client, name, path, (200, 302, 402, 403, 404))
 
 
 def test_a_visitor_opens_every_address_and_gets_a_page_or_the_sign_in(ids):
