@@ -23,8 +23,15 @@ DEV := DEBUG=$${DEBUG:-true}
 migrate: install
 	$(DEV) $(BIN)/python manage.py migrate --noinput
 
+# The development server and, beside it, the transparency log's sequencer (deploy/run_dev.py), as production
+# runs them: new records get their log proofs. Both write here; Ctrl-C stops both.
+# `make run PORT=8001` serves elsewhere (links in mails follow unless PUBLIC_BASE_URL is set); only the
+# command line sets them, never a HOST or PORT that happens to be in the environment.
+HOST := 127.0.0.1
+PORT := 8000
+
 run: migrate
-	$(DEV) $(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(DEV) PUBLIC_BASE_URL=$${PUBLIC_BASE_URL:-http://$(HOST):$(PORT)} $(BIN)/python deploy/run_dev.py $(HOST):$(PORT)
 
 # Production: gunicorn with gunicorn.conf.py behind nginx (deploy/nginx.conf), on PostgreSQL and Redis,
 # DEBUG off. The environment it needs: README.md, "Production". Static files are collected to
@@ -40,11 +47,15 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
-# Benchmarks need wrk (apt-get install wrk) and the watermark peer, which declares torch as a
-# dependency it does not use for dwtDct: install it without dependencies.
+# Everything bench/ imports: the dev extra (its scripts use tests/ helpers), the bench extra (locust,
+# PyWavelets) and the watermark peer invisible-watermark, which declares torch and onnx as dependencies
+# it does not use for dwtDct: installed without dependencies. The programs some benches start come
+# from Debian (README.md, "Development"): apt-get install wrk redis-server postgresql sox ffmpeg espeak-ng
 bench-deps: install
-	$(BIN)/pip install --quiet PyWavelets
+	$(BIN)/pip install --quiet -e ".[dev,bench]"
 	$(BIN)/pip install --quiet --no-deps invisible-watermark
+	@for tool in wrk redis-server sox ffmpeg espeak-ng; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	  test -z "$$missing" || echo "bench-deps: some benches also need:$$missing (apt-get install$$missing)"
 
 clean:
 	rm -rf $(VENV) db.sqlite3 .pytest_cache .ruff_cache

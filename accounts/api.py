@@ -113,17 +113,29 @@ class TwoFactorSetupView(SessionView):
 
 
 class TwoFactorEnableView(SessionView):
-    @extend_schema(request=s.OtpInput, responses={200: s.TwoFactorStateOutput}, tags=["auth"])
+    @extend_schema(request=s.OtpInput, responses={200: s.TwoFactorEnabledOutput}, tags=["auth"])
     def post(self, request):
-        services.two_factor_enable(user=request.user, **validated(s.OtpInput, request))
-        return Response({"enabled": True})
+        codes = services.two_factor_enable(user=request.user, **validated(s.OtpInput, request))
+        return Response(s.TwoFactorEnabledOutput({"enabled": True, "recovery_codes": codes}).data)
 
 
 class TwoFactorDisableView(SessionView):
-    @extend_schema(request=s.OtpInput, responses={200: s.TwoFactorStateOutput}, tags=["auth"])
+    @extend_schema(request=s.SecondFactorInput, responses={200: s.TwoFactorStateOutput}, tags=["auth"])
     def post(self, request):
-        services.two_factor_disable(user=request.user, **validated(s.OtpInput, request))
+        services.two_factor_disable(user=request.user, **validated(s.SecondFactorInput, request))
         return Response({"enabled": False})
+
+
+class RecoveryCodesView(SessionView):
+    """New recovery codes in place of the old ones; a password guess here counts like one at login."""
+
+    throttle_classes = [*SessionView.throttle_classes, AuthIpThrottle]
+
+    @extend_schema(request=s.RecoveryCodesRegenerateInput, responses={200: s.RecoveryCodesOutput}, tags=["auth"])
+    def post(self, request):
+        codes = services.recovery_codes_regenerate(
+            user=request.user, **validated(s.RecoveryCodesRegenerateInput, request))
+        return Response(s.RecoveryCodesOutput({"recovery_codes": codes}).data)
 
 
 class ApiKeyViewSet(mixins.ListModelMixin, OrgScopedViewSet):

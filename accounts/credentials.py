@@ -54,3 +54,25 @@ def api_key_lookup_id(key: str) -> str | None:
 def new_url_token() -> str:
     """A random token for links and challenges (URL-safe, 256 bits)."""
     return secrets.token_urlsafe(32)
+
+
+# Recovery codes: 16 characters of Crockford's base32 (no i, l, o, u), 80 bits, shown in groups of four.
+# 80 bits keep a plain SHA-256 digest beyond offline guessing, like the longer secrets above.
+RECOVERY_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+RECOVERY_CODE_LENGTH = 16
+_RECOVERY_LOOKALIKES = str.maketrans({"i": "1", "l": "1", "o": "0", "-": None, " ": None})
+
+
+def new_recovery_code() -> str:
+    """A random recovery code as shown to the user: `xxxx-xxxx-xxxx-xxxx`."""
+    raw = "".join(secrets.choice(RECOVERY_ALPHABET) for _ in range(RECOVERY_CODE_LENGTH))
+    return "-".join(raw[i:i + 4] for i in range(0, RECOVERY_CODE_LENGTH, 4))
+
+
+def normalize_recovery_code(value: str) -> str | None:
+    """The canonical form of a typed recovery code (case, dashes, spaces and look-alikes forgiven), or
+    None when it cannot be one."""
+    canonical = value.strip().lower().translate(_RECOVERY_LOOKALIKES)
+    if len(canonical) != RECOVERY_CODE_LENGTH or any(c not in RECOVERY_ALPHABET for c in canonical):
+        return None
+    return canonical

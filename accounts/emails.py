@@ -36,3 +36,10 @@ def password_reset_email_send(*, user: User, token: str) -> None:
     link = f"{settings.PUBLIC_BASE_URL}/reset-password?token={token}"
     templated_email_send(to=user.email, subject="Reset your password", template="reset_password",
           context={"user": user, "link": link, "token": token})
+
+
+def password_changed_email_send(*, user: User) -> None:
+    """Tell the user their password was changed, so a change they did not make does not go unnoticed."""
+    link = f"{settings.PUBLIC_BASE_URL}/forgot-password"
+    templated_email_send(to=user.email, subject="Your password was changed", template="password_changed",
+                         context={"user": user, "link": link})

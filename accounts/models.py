@@ -182,9 +182,29 @@ class TwoFactorChallenge(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+    # Set when a wrong code burned it: the dashboard may then issue one successor for the same login
+    # (same expiry), so a mistyped code keeps the person at the code step. The API never does.
+    retry_allowed = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"2FA challenge for {self.user_id}"
+
+
+class RecoveryCode(models.Model):
+    """A single-use two-factor recovery code. Only a SHA-256 digest is stored (80-bit random codes).
+
+    Used codes are kept (with `used_at`) so a second use can be told apart from a wrong code; all of a
+    user's codes go when new ones are generated or 2FA is turned off.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="recovery_codes")
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"recovery code of {self.user_id}{' (used)' if self.used_at else ''}"
 
 
 class BlockedSessionToken(models.Model):

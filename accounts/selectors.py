@@ -41,10 +41,16 @@ def user_for_session_token(raw: str) -> tuple[User, SessionClaims] | None:
     user = _ACTIVE_USER_BY_ID.get(user_id)
     if user is None or str(user.org_id) != claims.org_id:
         return None
-    if user.sessions_valid_after and claims.iat < int(user.sessions_valid_after.timestamp()):
+    if user.sessions_valid_after and claims.iat <= int(user.sessions_valid_after.timestamp()):
+        # `iat` has whole seconds: a token of the same second as the password change may be older than
+        # it, so it is refused too (session_token_for dates new sessions from the next second).
         return None
     return user, claims
 
+
+def recovery_codes_remaining(*, user: User) -> int:
+    """How many of the user's two-factor recovery codes are still unused."""
+    return user.recovery_codes.filter(used_at__isnull=True).count()
 
 
 def organization_api_keys(*, org: Organization) -> list[ApiKey]:

@@ -17,9 +17,20 @@ class LoginInput(serializers.Serializer):
     password = serializers.CharField(max_length=PASSWORD_MAX, trim_whitespace=False)
 
 
+# An authenticator code (6 digits) or a recovery code: 16 characters of Crockford's base32 (any case, the
+# look-alikes i, l and o allowed; accounts.credentials.normalize_recovery_code), dashes or spaces between
+# the groups of four optional.
+SECOND_FACTOR_PATTERN = r"^(\d{6}|[0-9a-tv-zA-TV-Z]{4}([- ]?[0-9a-tv-zA-TV-Z]{4}){3})$"
+
+
+def _second_factor_field() -> serializers.RegexField:
+    return serializers.RegexField(SECOND_FACTOR_PATTERN, max_length=32, error_messages={
+        "invalid": "Enter the 6-digit code from your authenticator app or a recovery code."})
+
+
 class Verify2faInput(serializers.Serializer):
     challenge_token = serializers.CharField(max_length=200)
-    otp = serializers.RegexField(r"^\d{6}$", max_length=6)
+    otp = _second_factor_field()
 
 
 class TokenInput(serializers.Serializer):
@@ -37,6 +48,22 @@ class ResetPasswordInput(serializers.Serializer):
 
 class OtpInput(serializers.Serializer):
     otp = serializers.RegexField(r"^\d{6}$", max_length=6)
+
+
+class SecondFactorInput(serializers.Serializer):
+    otp = _second_factor_field()
+
+
+class RecoveryCodesRegenerateInput(serializers.Serializer):
+    """Exactly one proof: a current authenticator code or the account password."""
+
+    otp = serializers.RegexField(r"^\d{6}$", max_length=6, required=False)
+    password = serializers.CharField(max_length=PASSWORD_MAX, trim_whitespace=False, required=False)
+
+    def validate(self, data):
+        if ("otp" in data) == ("password" in data):
+            raise serializers.ValidationError("Send either otp (a current authenticator code) or password.")
+        return data
 
 
 class ApiKeyCreateInput(serializers.Serializer):
@@ -92,6 +119,15 @@ class TotpSetupOutput(serializers.Serializer):
 
 class TwoFactorStateOutput(serializers.Serializer):
     enabled = serializers.BooleanField()
+
+
+class TwoFactorEnabledOutput(TwoFactorStateOutput):
+    recovery_codes = serializers.ListField(child=serializers.CharField(), help_text=(
+        "Ten single-use recovery codes, returned only here; each signs in once in place of an authenticator code."))
+
+
+class RecoveryCodesOutput(serializers.Serializer):
+    recovery_codes = serializers.ListField(child=serializers.CharField())
 
 
 class ApiKeyOutput(serializers.Serializer):

@@ -18,6 +18,7 @@ urlpatterns = [
     path("auth/2fa/setup", api.TwoFactorSetupView.as_view()),
     path("auth/2fa/enable", api.TwoFactorEnableView.as_view()),
     path("auth/2fa/disable", api.TwoFactorDisableView.as_view()),
+    path("auth/2fa/recovery-codes", api.RecoveryCodesView.as_view()),
     path("api-keys", api_key_list),
     path("api-keys/<uuid:pk>", api_key_detail),
 ]

@@ -120,6 +120,12 @@ class OtpInvalid(ApiError):
     status_code, code, message = 401, "otp_invalid", "The one-time code is not valid."
 
 
+class RecoveryCodeUsed(OtpInvalid):
+    """A recovery code that worked once before: the same code as any wrong one, a message that says why."""
+
+    message = "This recovery code was already used."
+
+
 class TooManyAttempts(ApiError):
     status_code, code, message = 429, "too_many_attempts", "Too many failed attempts; try again later."
 

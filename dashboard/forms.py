@@ -3,6 +3,7 @@ read the database (roles, quotas, ownership) stay in the services the views call
 
 from django import forms
 
+from accounts.credentials import normalize_recovery_code
 from accounts.models import Role
 from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
 from billing.plans import BILLING_INTERVALS, PLANS
@@ -33,6 +34,28 @@ class OtpForm(forms.Form):
     otp = forms.RegexField(regex=r"^\d{6}$", **OTP_FIELD)
 
 
+class SecondFactorForm(forms.Form):
+    """An authenticator code or a recovery code (the login's code step, turning 2FA off)."""
+
+    otp = forms.CharField(
+        label="Code from your authenticator app, or a recovery code", max_length=32,
+        widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "autocapitalize": "off",
+                                      "spellcheck": "false"}))
+
+    def clean_otp(self):
+        code = self.cleaned_data["otp"].strip()
+        if not (len(code) == 6 and code.isascii() and code.isdigit()) and normalize_recovery_code(code) is None:
+            raise forms.ValidationError(
+                "Enter the 6-digit code from your authenticator app, or a recovery code like abcd-efgh-jkmn-pqrs.")
+        return code
+
+
+class CurrentPasswordForm(forms.Form):
+    current_password = forms.CharField(
+        label="Your current password", max_length=PASSWORD_MAX, strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}))
+
+
 class NewPasswordForm(forms.Form):
     password = _password(f"Password ({PASSWORD_MIN} to {PASSWORD_MAX} characters)", "new-password")
     password_confirm = forms.CharField(label="Repeat the password", max_length=PASSWORD_MAX, strip=False,
@@ -43,6 +66,15 @@ class NewPasswordForm(forms.Form):
         if data.get("password") and data.get("password") != data.get("password_confirm"):
             raise forms.ValidationError("The two passwords differ.")
         return data
+
+
+class PasswordChangeForm(CurrentPasswordForm, NewPasswordForm):
+    field_order = ["current_password", "password", "password_confirm"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["password"].label = f"New password ({PASSWORD_MIN} to {PASSWORD_MAX} characters)"
+        self.fields["password_confirm"].label = "Repeat the new password"
 
 
 class SignupForm(NewPasswordForm):

@@ -32,7 +32,7 @@ class Record(models.Model):
     key = models.ForeignKey(GeneratorKey, on_delete=models.CASCADE, related_name="records")
     model = models.CharField(max_length=200)
     watermark_id = models.CharField(max_length=128, db_index=True)
-    content_hash = models.CharField(max_length=73, db_index=True)  # "sha3-256:" + 64 hex
+    content_hash = models.CharField(max_length=73)  # "sha3-256:" + 64 hex; indexed with signed_at (Meta)
     # The near-match fingerprint: 16 hex digits (`phash`, as the API shows it) and what kind of
     # fingerprint they are. Lookups compare only values of the same kind.
     phash = models.CharField(max_length=16, null=True, blank=True)
@@ -61,6 +61,9 @@ class Record(models.Model):
         indexes = [
             # The dashboard's record list and signatures-per-day chart: one organization, newest first.
             models.Index(fields=["org", "-signed_at"], name="record_org_newest"),
+            # Verification's exact-hash lookup: the earliest record of a content hash, one index row however
+            # many records share it. Also every equality lookup on content_hash (the admin's search).
+            models.Index(fields=["content_hash", "signed_at"], name="record_content_hash_earliest"),
             # Exact matches, newest first, and the tie-break among a distance's records.
             models.Index(fields=["fingerprint_kind", "phash_value", "-signed_at"], name="record_fingerprint_exact"),
             # The sequencer's queue: only records not yet in the log, in the order it takes them, so

@@ -27,6 +27,7 @@ SECRET_SHAPES = {
     "private key": re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
     "webhook secret": re.compile(r"whsec_[A-Za-z0-9_-]{8,}"),
     "TOTP secret": re.compile(r"otpauth://|[?&]secret=[A-Z2-7]{16,}"),
+    "recovery code": re.compile(r"(?<![\w-])[0-9a-hjkmnp-tv-z]{4}(?:-[0-9a-hjkmnp-tv-z]{4}){3}(?![\w-])"),
     "password field": re.compile(r"""["']?(password|passwd|secret_key)["']?\s*[:=]\s*["'][^"']{4,}""", re.I),
 }
 MIN_EXACT_LENGTH = 8  # shorter registered values would match ordinary words

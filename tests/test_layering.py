@@ -81,3 +81,11 @@ def test_the_shared_format_packages_and_the_client_import_no_app_and_no_django()
     offenders = {f"{path.relative_to(PROJECT)}: {module}" for path in _source_files(*roots)
                  for module in _imported_modules(path) if module.split(".")[0] in (*APPS, "config", "django")}
     assert offenders == set()
+
+
+def test_no_app_imports_the_dashboard():
+    # The verdict's words live in verification/summary.py, used by the API and the /verify page alike.
+    offenders = {f"{path.relative_to(PROJECT)}: {module}" for app in APPS if app != "dashboard"
+                 for path in _source_files(app) for module in _imported_modules(path)
+                 if module.split(".")[0] == "dashboard"}
+    assert offenders == set()

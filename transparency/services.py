@@ -8,6 +8,7 @@ pending and the next run integrates them, each exactly once (a unique index on `
 `log_index IS NULL` guard on every update back that up).
 """
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -21,6 +22,8 @@ from transparency.keys import log_signers
 from transparency.models import LogState, LogTile
 from transparency.selectors import ENTRY_COLUMNS, entry_of
 from transparency.tiles import TILE_WIDTH, TileReader, append_leaves, edge_tiles
+
+logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 5000  # records a transaction: large enough to amortise the checkpoint, short enough to hold a lock
 
@@ -58,6 +61,8 @@ def log_sequence(*, limit: int = BATCH_SIZE) -> int:
         result = log_integrate_batch(limit=limit)
         total += result.integrated
         if result.integrated < limit:
+            if total:
+                logger.info("log: %d records integrated, tree size %d", total, result.tree_size)
             return total
 
 

@@ -1,4 +1,5 @@
-"""Finding the record a piece of content points to: by token, watermark id or near-match fingerprint."""
+"""Finding the record a piece of content points to: by token, watermark id, exact content hash or near-match
+fingerprint."""
 
 import uuid
 from datetime import datetime
@@ -57,6 +58,17 @@ _RECORD_WITH_RELATIONS = ChildWithParents(Record, "org", "key", "generator", mat
 
 def record_for_id(record_id: uuid.UUID) -> Record | None:
     return _RECORD_WITH_RELATIONS.get(record_id)
+
+
+# The earliest record of a content hash: one probe of the (content_hash, signed_at) index, however many
+# records share the hash (a client re-sending one file, a picture signed by several organizations).
+_EARLIEST_WITH_HASH = ChildWithParents(Record, "org", "key", "generator", match=("content_hash",),
+                                       order=("signed_at", "id"))
+
+
+def record_for_content_hash(content_hash: str) -> Record | None:
+    """The earliest record (by `signed_at`) whose content hash is `content_hash`, of any organization."""
+    return _EARLIEST_WITH_HASH.get(content_hash)
 
 
 def record_for_watermark(mark_id: int) -> Record | None:

@@ -4,6 +4,7 @@ import binascii
 from rest_framework import serializers
 
 from transparency.serializers import LogField
+from verification.summary import summary
 
 MAX_BATCH_ITEMS = 50  # spec: batch verify items
 
@@ -53,18 +54,23 @@ class VerificationOutput(serializers.Serializer):
     tampered = serializers.BooleanField()
     confidence = serializers.ChoiceField(choices=["high", "medium", "low", "none"])
     token_source = serializers.ChoiceField(
-        choices=["provided", "c2pa", "xmp", "metadata", "watermark", "phash", "none"])
+        choices=["provided", "c2pa", "xmp", "metadata", "watermark", "content_hash", "phash", "none"])
     signals = serializers.SerializerMethodField()
     provenance = serializers.SerializerMethodField()
     reason = serializers.CharField(required=False, help_text="Present exactly when authentic is false.")
     record_id = serializers.SerializerMethodField()
     log = LogField(allow_null=True, help_text="The record's transparency-log `log` object; null without a record.")
+    summary = serializers.SerializerMethodField(
+        help_text="One or two plain sentences for a non-expert: what was found and what it means.")
 
     def get_signals(self, result) -> dict:
         return SignalsOutput(result).data
 
     def get_provenance(self, result) -> dict | None:
         return ProvenanceOutput(result.record).data if result.record_found else None
+
+    def get_summary(self, result) -> str:
+        return summary(result)
 
     def get_record_id(self, result) -> str | None:
         return str(result.record.pk) if result.record_found else None

@@ -1,7 +1,10 @@
 """Verifying content against the stored records (spec: Verification; addendum section 5).
 
 Resolution order: an explicit token, the token in our C2PA manifest (JPEG and PNG), the token in the
-content's metadata, the watermark, then the perceptual-hash lookup. Problems are reported in the
+content's metadata, the watermark, the file's exact content hash, then the perceptual-hash lookup. An
+embedded token or a watermark whose record is missing, or whose record's hash differs from the file's,
+gives way to the earliest record of the file's exact hash when there is one; an explicit token is always
+answered about that token (docs/decisions.md, "Verification"). Problems are reported in the
 result (`reason`), never as errors; only content over the limits (pixels, container structure, the
 batch budget) is refused, before anything is decoded. Each file is parsed once (`open_media`) and
 decoded at most once; every step shares that parse.
@@ -37,6 +40,15 @@ BATCH_MAX_PIXELS = 100_000_000
 BATCH_MAX_BYTES = 25 * 1024 * 1024
 
 
+@dataclass(frozen=True)
+class PassedOver:
+    """What an embedded token or a watermark pointed to when the exact hash's record answered instead."""
+
+    source: str  # the token_source it came from: c2pa, xmp, metadata or watermark
+    record: Record | None  # None: the token was invalid or its record does not exist
+    problem: str  # why it did not answer: invalid_token, record_not_found or content_tampered
+
+
 @dataclass
 class Verification:
     authentic: bool = False
@@ -49,6 +61,8 @@ class Verification:
     reason: str | None = None
     problems: list[str] = field(default_factory=list)
     log: dict | None = None  # the record's transparency-log object, when a record was found
+    content_hash: str | None = None  # the file's, hashed as signing hashes it
+    passed_over: PassedOver | None = None
 
     @property
     def record_found(self) -> bool:
@@ -106,44 +120,71 @@ def _attach_logs(results: list[Verification]) -> None:
 
 
 def _verify(data: bytes, media: Media | None, token: str | None) -> Verification:
-    result = Verification()
+    result = Verification(content_hash=content_hash_of_opened(data, media))
+    provided = bool(token)
     manifest = None if token else _our_manifest(media)
     if manifest is not None:
         token, result.token_source = manifest.provenance["token"], "c2pa"
     else:
         token, result.token_source = _token(media, token)
+    mark_id = None
     if token is not None:
         result.record = _record_for_token(token, result)
     else:
         mark_id = _watermark(media)
-        result.watermark_found = mark_id is not None
         if mark_id is not None:
             result.token_source = "watermark"
             result.record = selectors.record_for_watermark(mark_id)
             if result.record is None:
                 result.problems.append("record_not_found")
-        else:
-            result.record = _record_for_phash(media, result)
     if result.record is not None:
-        _check_record(result, media, data)
+        _check_record(result)
         if manifest is not None:
             _check_manifest(result, manifest, data)
-    if token is not None:  # the mark is a signal beside the token
+    if not provided and (result.record is None or result.tampered):
+        exact = selectors.record_for_content_hash(result.content_hash)
+        if exact is not None and exact.pk != getattr(result.record, "pk", None):
+            result = _answered_by_exact_hash(result, exact)
+        elif result.token_source == "none":
+            result.record = _record_for_phash(media, result)
+            if result.record is not None:
+                _check_record(result)
+    # The mark is a signal beside the record: it counts when it is the answering record's own mark (any
+    # mark, when no record answers). Without a token the file was read already.
+    if token is not None:
         result.watermark_found = _mark_found(result, media)
+    elif mark_id is not None:
+        result.watermark_found = result.record is None or _is_own_mark(result.record, mark_id)
     _conclude(result)
     return result
 
 
+def _answered_by_exact_hash(pointed: Verification, exact: Record) -> Verification:
+    """The result of the exact hash's record, noting what the token or watermark pointed to instead."""
+    result = Verification(token_source="content_hash", record=exact, content_hash=pointed.content_hash)
+    if pointed.token_source != "none":
+        result.passed_over = PassedOver(source=pointed.token_source, record=pointed.record,
+                                        problem=pointed.problems[0])
+    _check_record(result)
+    return result
+
+
+def _is_own_mark(record: Record, mark_id: int | None) -> bool:
+    return mark_id is not None and f"{mark_id:016x}" == record.watermark_id
+
+
 def _mark_found(result: Verification, media: Media | None) -> bool:
-    """Whether the content carries a mark. A record's own file, unchanged (its content hash matches), is read
-    once and the answer kept with the record: the hash covers every byte the reader decodes, so a read of
-    that file finds the same each time. Any other file is read."""
+    """Whether the content carries the record's own mark (any mark when no record was found). A record's own
+    file, unchanged (its content hash matches), is read once and the answer kept with the record: the hash
+    covers every byte the reader decodes, so a read of that file finds the same each time. Any other file
+    is read."""
     record = result.record
-    own_file = (record is not None and not result.tampered and media is not None
-                and media.codec.hash_covers_mark)
+    if record is None:
+        return _watermark(media) is not None
+    own_file = not result.tampered and media is not None and media.codec.hash_covers_mark
     if own_file and record.mark_in_file is not None:
         return record.mark_in_file
-    found = _watermark(media) is not None
+    found = _is_own_mark(record, _watermark(media))
     if own_file:
         record_keep_mark_in_file(record=record, found=found)
     return found
@@ -232,7 +273,7 @@ def _record_for_phash(media: Media | None, result: Verification) -> Record | Non
     return record
 
 
-def _check_record(result: Verification, media: Media | None, data: bytes) -> None:
+def _check_record(result: Verification) -> None:
     record = result.record
     message = signed_payload_bytes(**record.signed_payload)
     # A revoked generator's signatures are all invalid (spec: States, Generator).
@@ -240,7 +281,7 @@ def _check_record(result: Verification, media: Media | None, data: bytes) -> Non
         bytes(record.key.public_key), message, bytes(record.signature))
     if not result.signature_valid:
         result.problems.append("signature_invalid")
-    result.tampered = content_hash_of_opened(data, media) != record.content_hash
+    result.tampered = result.content_hash != record.content_hash
     if result.tampered:
         result.problems.append("content_tampered")
 

@@ -11,6 +11,7 @@ from accounts.services.api_keys import (
 from accounts.services.auth import (
     LoginResult,
     email_verify,
+    password_change,
     password_forgot,
     password_reset,
     session_login,
@@ -21,6 +22,8 @@ from accounts.services.auth import (
 )
 from accounts.services.members import member_create, member_delete, member_role_set
 from accounts.services.two_factor import (
+    recovery_codes_regenerate,
+    two_factor_challenge_renew,
     two_factor_disable,
     two_factor_enable,
     two_factor_pending_setup,
@@ -38,13 +41,16 @@ __all__ = [
     "member_create",
     "member_delete",
     "member_role_set",
+    "password_change",
     "password_forgot",
     "password_reset",
     "personal_api_key_create",
     "personal_api_key_revoke",
+    "recovery_codes_regenerate",
     "session_login",
     "session_logout",
     "session_token_for",
+    "two_factor_challenge_renew",
     "two_factor_disable",
     "two_factor_enable",
     "two_factor_pending_setup",

@@ -13,6 +13,8 @@ from accounts import blocklist, emails
 from accounts.credentials import digest, new_url_token
 from accounts.jwt_sessions import session_token_issue
 from accounts.models import EmailToken, Organization, Role, TwoFactorChallenge, User, normalize_email
+from audit.models import AuditEvent
+from audit.services import audit_write
 from config.errors import EmailTaken, InvalidCredentials, TokenInvalid
 
 VERIFY_EMAIL_LIFETIME = timedelta(days=7)
@@ -35,6 +37,12 @@ class LoginResult:
 
 
 def session_token_for(user: User) -> str:
+    """A new session JWT for the user. Within the second of a password change it waits for the next
+    second: `iat` has whole seconds, and that second's tokens are refused (selectors.user_for_session_token)."""
+    if user.sessions_valid_after is not None:
+        wait = int(user.sessions_valid_after.timestamp()) + 1 - time.time()
+        if 0 < wait <= 1:
+            time.sleep(wait)
     return session_token_issue(user_id=str(user.pk), email=user.email, org_id=str(user.org_id))
 
 
@@ -125,10 +133,26 @@ def password_reset(*, token: str, password: str) -> User:
     """
     with transaction.atomic():
         user = _email_token_consume(raw=token, purpose=EmailToken.Purpose.RESET_PASSWORD)
-        user.set_password(password)
-        user.sessions_valid_after = timezone.now()
-        user.save(update_fields=["password", "sessions_valid_after"])
+        _password_set(user, password)
     return user
+
+
+def password_change(*, user: User, current_password: str, new_password: str) -> None:
+    """Change a signed-in user's password: every session JWT issued until now stops working (page
+    sessions end with the password hash; the caller keeps its own), the change is audited and the
+    user is told by email. Raises InvalidCredentials when `current_password` is wrong."""
+    if not user.check_password(current_password):
+        raise InvalidCredentials("Your current password is not right.")
+    with transaction.atomic():
+        _password_set(user, new_password)
+        audit_write(org=user.org, type=AuditEvent.Type.PASSWORD_CHANGED, metadata={"actor_id": str(user.pk)})
+    emails.password_changed_email_send(user=user)
+
+
+def _password_set(user: User, password: str) -> None:
+    user.set_password(password)
+    user.sessions_valid_after = timezone.now()
+    user.save(update_fields=["password", "sessions_valid_after"])
 
 
 def _email_token_issue(*, user: User, purpose: str, lifetime: timedelta) -> str:

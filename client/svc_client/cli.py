@@ -22,7 +22,16 @@ from svc_client.errors import ForkDetected, ServiceError, ServiceUnavailable
 from svc_client.keys import KeyFileError, PinnedKeys, SigningKey
 from svc_client.offline import OfflineResult, check_log, record_id_of_token, verify_offline
 from svc_client.progress import ProgressLine
-from svc_client.signing import NO_WATERMARK, RecordDraft, image_phash, record_sign
+from svc_client.signing import (
+    NO_WATERMARK,
+    EmbeddingError,
+    RecordDraft,
+    content_phash,
+    embed_token,
+    record_sign,
+    token_carrier,
+)
+from svc_client.summary import offline_text, verdict_text
 
 if TYPE_CHECKING:
     from svc_client.client import Client, RecordCreated
@@ -51,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.error(f"the service refused: {error.code} ({error.status}): {error.message}", code=error.code)
         return EXIT_SERVICE
     except ServiceUnavailable as error:
-        out.error(f"the service cannot be reached: {error}")
+        out.error(f"the service cannot be reached: {error}", code="service_unavailable")
         return EXIT_SERVICE
 
 
@@ -139,17 +148,17 @@ def cmd_register(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_sign(args: argparse.Namespace, out: Output) -> int:
+    if len(args.files) > 1 and args.output:
+        raise UsageError("--output names one file; sign several into --out-dir")
     client = _client(args, needs_key=True)
     if args.key:
         return _sign_client_managed(args, out, client, SigningKey.load(args.key))
-    if len(args.files) > 1 and args.output:
-        raise UsageError("--output names one file; sign several into --out-dir")
+    targets = _targets(args, args.files)  # checked before any upload: nothing is signed for nothing
     results = []
-    for path in args.files:
+    for path, target in zip(args.files, targets, strict=True):
         signed = client.sign(_read(path), generator_id=args.generator, model=args.model, family=args.format,
                              filename=Path(path).name, progress=out.progress(f"uploading {path}"))
-        target = args.output or _signed_path(path, args.out_dir)
-        _write(target, signed.data)
+        _write_new(target, signed.data, force=args.force)
         results.append({"file": path, "signed_file": str(target), "record_id": signed.record_id,
                         "token": signed.token, "format": signed.format})
     out.result({"results": results}, "\n".join(f"{r['file']} -> {r['signed_file']}: record {r['record_id']}"
@@ -158,14 +167,24 @@ def cmd_sign(args: argparse.Namespace, out: Output) -> int:
 
 
 def _sign_client_managed(args: argparse.Namespace, out: Output, client: Client, key: SigningKey) -> int:
+    """Hash and sign each file locally, submit the records, then write each file with its token embedded.
+
+    A format with no place for a token (plain text, content no codec reads) is signed all the same and
+    no copy is written: its token is printed, to keep beside the file (verification also finds the
+    unchanged file by its content hash)."""
+    carriers = [_carries_token(path) for path in args.files]
+    targets = _targets(args, [path for path, carries in zip(args.files, carriers, strict=True) if carries])
+    target_of = dict(zip([path for path, carries in zip(args.files, carriers, strict=True) if carries], targets,
+                         strict=True))
     drafts: list[RecordDraft] = []
     hashing = out.progress("hashing and signing", unit="files")
     for done, path in enumerate(args.files, 1):
         data = _read(path)
         try:
             drafts.append(record_sign(key=key, generator_id=args.generator, model=args.model, data=data,
-                                      watermark_id=args.watermark_id, phash=image_phash(data) if args.phash else None))
-        except CodecError as error:  # over the service's limits, or a malformed image for --phash
+                                      watermark_id=args.watermark_id,
+                                      phash=_phash(path, data) if args.phash else None))
+        except CodecError as error:  # over the service's limits
             raise UsageError(f"cannot sign {path}: {error}") from None
         hashing(done, len(args.files))
     created: list[RecordCreated] = []
@@ -183,11 +202,94 @@ def _sign_client_managed(args: argparse.Namespace, out: Output, client: Client, 
             print("stored before the failure: " + ", ".join(
                 f"{path} record {c.record_id}" for path, c in zip(args.files, created, strict=False)), file=sys.stderr)
         raise
-    results = [{"file": path, "record_id": c.record_id, "token": c.token, "content_hash": d.content_hash}
-               for path, c, d in zip(args.files, created, drafts, strict=True)]
-    out.result({"results": results}, "\n".join(f"{r['file']}: record {r['record_id']} token {r['token']}"
-                                               for r in results))
-    return EXIT_OK
+    results, failed = [], []
+    for path, c, d in zip(args.files, created, drafts, strict=True):
+        result = {"file": path, "record_id": c.record_id, "token": c.token, "content_hash": d.content_hash,
+                  "phash": d.phash, "signed_file": None}
+        target = target_of.get(path)
+        if target is not None:
+            try:
+                _write_new(target, embed_token(_read(path), c.token, d.content_hash), force=args.force)
+                result["signed_file"] = str(target)
+            except (EmbeddingError, UsageError) as error:
+                result["error"] = str(error)
+                failed.append(f"{path}: record {c.record_id} is stored, but its signed copy was not written: "
+                              f"{error}; its token is {c.token}")
+        results.append(result)
+    out.result({"results": results}, "\n".join(_signed_line(r) for r in results))
+    for line in failed:  # stderr only: with --json, stdout holds the one results document (each has its error)
+        print(f"svc: {line}", file=sys.stderr)
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+def _signed_line(result: dict[str, Any]) -> str:
+    if result["signed_file"]:
+        return f"{result['file']} -> {result['signed_file']}: record {result['record_id']} token {result['token']}"
+    if "error" in result:
+        return f"{result['file']}: record {result['record_id']} token {result['token']} (no signed copy)"
+    return (f"{result['file']}: record {result['record_id']} token {result['token']} (this format has no place "
+            f"for a token: keep the token with the file, and verify with --token)")
+
+
+def _carries_token(path: str) -> bool:
+    try:
+        return token_carrier(_read(path)) is not None
+    except CodecError as error:  # over the service's limits
+        raise UsageError(f"cannot sign {path}: {error}") from None
+
+
+def _phash(path: str, data: bytes) -> str | None:
+    """The service's own fingerprint of an image or video; None, with a warning, when the library that
+    decodes the format is not installed or the pictures cannot be decoded (the file is still signed: its
+    content hash does not need them)."""
+    try:
+        return content_phash(data)
+    except ImportError as error:
+        print(f"svc: {path} is signed without a pHash: decoding it needs {error.name or error} "
+              "(pip install 'svc-client[phash]')", file=sys.stderr)
+    except CodecError as error:
+        print(f"svc: {path} is signed without a pHash: its pictures cannot be decoded ({error})", file=sys.stderr)
+    return None
+
+
+def _targets(args: argparse.Namespace, paths: Sequence[str]) -> list[Path]:
+    """Where each signed file goes: --output, or NAME.signed.EXT beside it (or in --out-dir). Refuses an
+    existing file (unless --force) and two files written to one place, before anything is signed."""
+    targets = [Path(args.output) if args.output else _signed_path(path, args.out_dir) for path in paths]
+    seen: set[Path] = set()
+    for target in targets:
+        if target.resolve() in seen:
+            raise UsageError(f"two files would be written to {target}: sign them into separate --out-dir folders")
+        seen.add(target.resolve())
+        if not target.parent.is_dir():
+            raise UsageError(f"{target.parent} is not a folder; nothing was signed")
+        if target.exists() and not args.force:
+            raise UsageError(f"{target} exists; nothing was signed (--force overwrites it)")
+    return targets
+
+
+def _write_new(path: Path, data: bytes, *, force: bool) -> None:
+    """Write `path`; without `force` only when it does not exist yet (a file that appeared since the check
+    is kept). With `force` the file is replaced whole, never left half written."""
+    try:
+        if not force:
+            with path.open("xb") as file:  # created here: a failed write removes it below
+                try:
+                    file.write(data)
+                except OSError:
+                    path.unlink(missing_ok=True)
+                    raise
+            return
+        temporary = path.with_name(f".{path.name}.svc-{os.getpid()}")
+        try:
+            temporary.write_bytes(data)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+    except FileExistsError:
+        raise UsageError(f"{path} exists; it was kept (--force overwrites it)") from None
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error.strerror}") from None
 
 
 def _signed_path(path: str, out_dir: str | None) -> Path:
@@ -202,9 +304,7 @@ def cmd_verify(args: argparse.Namespace, out: Output) -> int:
     data = _read(args.file)
     verdict = _client(args).verify(data, token=args.token, filename=Path(args.file).name,
                                    progress=out.progress(f"uploading {args.file}"))
-    text = (f"authentic ({verdict.get('confidence')} confidence): {verdict.get('provenance')}"
-            if verdict.get("authentic") else f"NOT authentic: {verdict.get('reason')}")
-    out.result(dict(verdict), text)
+    out.result(dict(verdict), verdict_text(dict(verdict)))
     return EXIT_OK if verdict.get("authentic") else EXIT_NOT_AUTHENTIC
 
 
@@ -217,12 +317,12 @@ def _verify_offline(args: argparse.Namespace, out: Output) -> int:
     log_keys = _log_keys(args.log_keys) if args.log_keys else None
     checkpoint = _read(args.checkpoint).decode() if args.checkpoint else None
     result = verify_offline(data, record, keys, log_keys=log_keys, pinned_checkpoint=checkpoint)
-    return _report(out, result)
+    return _report(out, result, offline_text(result.authentic, result.reason, record))
 
 
-def _report(out: Output, result: OfflineResult) -> int:
+def _report(out: Output, result: OfflineResult, verdict: str | None = None) -> int:
     lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.message}" for c in result.checks]
-    lines.append("authentic" if result.authentic else f"NOT authentic: {result.reason}")
+    lines.append(verdict or ("authentic" if result.authentic else f"NOT authentic: {result.reason}"))
     out.result(result.as_dict(), "\n".join(lines))
     return EXIT_OK if result.authentic else EXIT_NOT_AUTHENTIC
 
@@ -335,19 +435,27 @@ def _parser() -> argparse.ArgumentParser:
     register.add_argument("--server-managed", action="store_true", help="the service creates and holds the key")
     register.add_argument("--formats", help="comma-separated: image,audio,text,video (default: all)")
 
-    sign = command("sign", cmd_sign, "sign files: locally with --key (client-managed) or by upload")
+    sign = command("sign", cmd_sign, "sign files: locally with --key (client-managed) or by upload; each "
+                   "signed file is written as NAME.signed.EXT beside it, carrying its token")
     sign.add_argument("files", nargs="+", metavar="FILE")
     sign.add_argument("--generator", required=True, help="generator id")
     sign.add_argument("--model", required=True, help="AI model name")
-    sign.add_argument("--key", help="client-managed: sign locally with this key file and submit the record")
+    sign.add_argument("--key", help="client-managed: sign locally with this key file, submit the record and "
+                                    "embed its token in the signed file")
     sign.add_argument("--watermark-id", default=NO_WATERMARK, help="client-managed: the signed watermark id")
-    sign.add_argument("--phash", action="store_true", help="client-managed: send images' pHash (lookup without token)")
+    sign.add_argument("--phash", action=argparse.BooleanOptionalAction, default=True,
+                      help="client-managed: send images' and videos' pHash, which finds a changed copy that lost "
+                           "its token (default: on; --no-phash sends none)")
     sign.add_argument("--batch", action="store_true", help="client-managed: submit in batches of 50 (Growth plan)")
     sign.add_argument("--format", choices=("image", "audio", "text", "video"), help="server-managed: the family")
-    sign.add_argument("-o", "--output", help="server-managed: where to write the signed file")
-    sign.add_argument("--out-dir", help="server-managed: folder for the signed files (default: beside each)")
+    sign.add_argument("-o", "--output", help="where to write the signed file (one FILE)")
+    sign.add_argument("--out-dir", help="folder for the signed files (default: beside each)")
+    sign.add_argument("--force", action="store_true", help="overwrite signed files that exist (default: refuse, "
+                                                           "before anything is signed)")
+    _json_option(sign)
 
-    verify = command("verify", cmd_verify, "verify a file (online, or --offline with pinned keys)")
+    verify = command("verify", cmd_verify, "verify a file (online, or --offline with pinned keys); prints the "
+                                           "verdict in sentences, or the result as JSON with --json")
     verify.add_argument("file")
     verify.add_argument("--token", help="the svc_ token, when the file does not carry it")
     verify.add_argument("--offline", action="store_true", help="check locally against pinned keys and a record")
@@ -356,6 +464,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--record-id", help="--offline: fetch this record once (default: the file's token)")
     verify.add_argument("--log-keys", help="--offline: also check log inclusion with these pinned log keys")
     verify.add_argument("--checkpoint", help="--offline: a pinned checkpoint the record's proof must match")
+    _json_option(verify)
 
     record = command("record", cmd_record, "fetch a record (GET /v1/records/ID)")
     record.add_argument("record_id")
@@ -381,6 +490,12 @@ def _parser() -> argparse.ArgumentParser:
     monitor.add_argument("--interval", type=float, default=60.0, help="seconds between polls")
     monitor.add_argument("--count", type=int, default=0, help="stop after this many polls (0: never)")
     return parser
+
+
+def _json_option(command: argparse.ArgumentParser) -> None:
+    """`svc COMMAND --json`, the same as `svc --json COMMAND` (SUPPRESS: not given, the global one stands)."""
+    command.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                         help="print the result as JSON, for scripts")
 
 
 if __name__ == "__main__":

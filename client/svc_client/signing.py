@@ -6,12 +6,19 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from media_codecs import CodecError, open_media
-from record_format.hashing import content_hash_of_file
+from media_codecs import CodecError, Media, MediaTooLarge, open_media
+from record_format.hashing import content_hash_of_file, content_hash_of_media
 from record_format.payload import signed_payload_bytes
+from svc_client.errors import ClientError
 from svc_client.keys import SigningKey
 
 NO_WATERMARK = "none"  # the service's own watermark_id for content signed without a watermark
+# The fingerprints verification looks up: a picture's pHash, a video's first-frame pHash.
+FINGERPRINT_KINDS = ("image-phash", "video-phash")
+
+
+class EmbeddingError(ClientError):
+    """The token could not be put into the file without changing what its content hash covers."""
 
 
 def content_hash(data: bytes) -> str:
@@ -36,6 +43,62 @@ def image_phash(data: bytes) -> str | None:
     if media.codec.fingerprint_kind != "image-phash":
         return None
     return media.codec.fingerprint(media)
+
+
+def content_phash(data: bytes | Media) -> str | None:
+    """The fingerprint the service itself stores for an image or a video (16 hex), None for other files.
+
+    An image's is its 64-bit DCT pHash, a video's the pHash of its first frame: each format's own
+    `fingerprint`, the value verification computes for an upload and looks up when a file lost its token.
+    A flat picture has none. Raises CodecError for a malformed file, ImportError when decoding needs a
+    library the client's `phash` extra installs (OpenCV for WebP, PyAV for video).
+    """
+    if isinstance(data, Media):
+        media = data
+    else:
+        try:
+            media = open_media(data)
+        except CodecError:
+            return None
+    if media.codec.fingerprint_kind not in FINGERPRINT_KINDS:
+        return None
+    return media.codec.fingerprint(media)
+
+
+def token_carrier(data: bytes) -> Media | None:
+    """The file parsed, when its format has a place for a token (`embed_token` can put it there); None for
+    a format without one (plain text) or content no codec reads (it is signed as opaque bytes).
+
+    Raises MediaTooLarge for a file over the service's limits.
+    """
+    try:
+        media = open_media(data)
+    except MediaTooLarge:
+        raise
+    except CodecError:
+        return None
+    return media if media.codec.carries_token else None
+
+
+def embed_token(data: bytes, token: str, signed_hash: str) -> bytes:
+    """`data` carrying `token` in its own container, as the service's signing writes it.
+
+    The content hash leaves the token's container out, so the signed file hashes to `signed_hash`, the
+    hash the record signed; this is checked on the output. Raises EmbeddingError when it does not (the
+    file changed since it was hashed), or when the format cannot carry a token.
+    """
+    media = token_carrier(data)
+    if media is None:
+        raise EmbeddingError("this file's format has no place for a token")
+    try:
+        signed = media.codec.open(media.codec.embed_token(media, token))
+        output_hash = content_hash_of_media(signed)
+    except CodecError as error:
+        raise EmbeddingError(f"the token cannot be embedded: {error}") from None
+    if output_hash != signed_hash:
+        raise EmbeddingError(f"the signed file hashes to {output_hash}, the record signed {signed_hash} "
+                             "(was the file changed while it was being signed?)")
+    return signed.data
 
 
 @dataclass(frozen=True)

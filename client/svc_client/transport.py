@@ -14,6 +14,8 @@ from __future__ import annotations
 import email.utils
 import json as jsonlib
 import random
+import socket
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,9 +102,11 @@ class Transport:
                                            timeout=self.timeout)
             except (requests.ConnectionError, requests.Timeout) as error:
                 if not idempotent or is_last:
-                    raise ServiceUnavailable(f"{method} {path}: {error}") from error
+                    raise ServiceUnavailable(unreachable_reason(error, self.base_url, self.timeout)) from error
                 self.retry.sleep(self.retry.delay(retry))
                 continue
+            except requests.RequestException as error:  # a URL requests cannot call, a broken answer
+                raise ServiceUnavailable(f"{self.base_url}: {_first_line(error)}") from error
             response = Response(raw.status_code, dict(raw.headers), raw.content)
             if response.status < 400:
                 return response
@@ -134,6 +138,47 @@ class Transport:
         if isinstance(error, RateLimited) and error.retry_after is None:
             error.retry_after = 0.0
         return error
+
+
+def unreachable_reason(error: BaseException, base_url: str, timeout: float) -> str:
+    """One line saying why `base_url` did not answer: refused, a name that does not resolve, no answer in
+    time, a TLS failure; the innermost error's first line (never a urllib3 pool's repr) for anything else."""
+    causes = _causes(error)
+
+    def found(*kinds: type) -> BaseException | None:
+        return next((cause for cause in causes if isinstance(cause, kinds)), None)
+
+    if found(socket.gaierror) or any(type(cause).__name__ == "NameResolutionError" for cause in causes):
+        host = requests.utils.urlparse(base_url).hostname or base_url
+        return f"the host name {host} does not resolve (DNS): check --url or SVC_URL"
+    if found(ConnectionRefusedError):
+        return f"{base_url} refused the connection: is the service running there? (--url or SVC_URL)"
+    if isinstance(error, requests.Timeout) or found(TimeoutError):
+        return f"{base_url} did not answer within {timeout:g} s"
+    if tls := found(ssl.SSLError):
+        return f"{base_url}: the TLS connection failed ({_first_line(tls)})"
+    if found(ConnectionResetError, ConnectionAbortedError):
+        return f"{base_url} closed the connection before answering"
+    return f"{base_url}: {_first_line(causes[-1])}"
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """The error and what it wraps: urllib3's `reason`, requests' first argument, `__cause__`/`__context__`."""
+    seen: list[BaseException] = []
+    pending: list[object] = [error]
+    while pending and len(seen) < 20:
+        item = pending.pop(0)
+        if not isinstance(item, BaseException) or any(item is known for known in seen):
+            continue
+        seen.append(item)
+        pending += [getattr(item, "reason", None), *(item.args[:1] if item.args else []), item.__cause__,
+                    item.__context__]
+    return seen
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
 
 
 def _retry_after_seconds(headers: dict[str, str]) -> float | None:

@@ -1,20 +1,39 @@
-"""Sign up, log in (with the 2FA step), log out, forgotten password, verification email, 2FA setup."""
+"""Sign up, log in (with the 2FA step), log out, forgotten password, verification email, and the
+Security page: 2FA setup, recovery codes, password change."""
 
 from django.contrib import messages
-from django.contrib.auth import login, logout
+from django.contrib.auth import login, logout, update_session_auth_hash
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_safe
 
-from accounts import services
+from accounts import selectors, services
 from accounts.models import User
-from config.errors import EmailTaken, InvalidCredentials, OtpInvalid, ValidationFailed
+from config.errors import (
+    EmailTaken,
+    InvalidCredentials,
+    OtpInvalid,
+    RateLimited,
+    RecoveryCodeUsed,
+    TooManyAttempts,
+    ValidationFailed,
+)
+from config.throttles import AuthIpThrottle
 from dashboard.access import member_page, public_form
-from dashboard.forms import EmailForm, LoginForm, OtpForm, SignupForm
+from dashboard.forms import (
+    CurrentPasswordForm,
+    EmailForm,
+    LoginForm,
+    OtpForm,
+    PasswordChangeForm,
+    SecondFactorForm,
+    SignupForm,
+)
 from dashboard.qr import qr_svg
 
 CHALLENGE_SESSION_KEY = "dashboard_2fa_challenge"
 NEXT_SESSION_KEY = "dashboard_next"
+RECOVERY_CODES_SESSION_KEY = "dashboard_recovery_codes"
 
 
 def _sign_in(request, user: User, next_url: str | None = None):
@@ -47,22 +66,53 @@ def login_page(request):
 @require_http_methods(["GET", "POST"])
 @public_form
 def login_2fa_page(request):
-    """The second step. The challenge burns on the first submission, right or wrong (spec): a wrong
-    code sends the person back to the password step."""
+    """The second step, with an authenticator code or a recovery code.
+
+    The challenge burns on every submission, right or wrong, as on the API. After a wrong code the page
+    asks the service for a successor of the same login (same expiry, once per burned challenge), so the
+    person stays at this step with a message; every wrong code counts toward the account's lockout.
+    """
     challenge = request.session.get(CHALLENGE_SESSION_KEY)
     if not challenge:
         return redirect("dashboard:login")
-    form = OtpForm(request.POST or None)
+    form = SecondFactorForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        del request.session[CHALLENGE_SESSION_KEY]
-        next_url = request.session.pop(NEXT_SESSION_KEY, "")
         try:
             result = services.two_factor_verify(challenge_token=challenge, otp=form.cleaned_data["otp"])
-        except OtpInvalid:
-            messages.error(request, "That code was not right. Sign in again for a new attempt.")
-            return redirect("dashboard:login")
+        except OtpInvalid as error:
+            return _code_step_again(request, challenge, error)
+        except TooManyAttempts:
+            _forget_login(request)
+            raise
+        next_url = _forget_login(request)
         return _sign_in(request, result.user, next_url)
     return render(request, "dashboard/auth/login_2fa.html", {"form": form})
+
+
+def _code_step_again(request, challenge: str, error: OtpInvalid):
+    """Back to the code step with a fresh challenge for the same login, or to the password step when
+    the login has expired; a locked account gets the 429 page."""
+    try:
+        request.session[CHALLENGE_SESSION_KEY] = services.two_factor_challenge_renew(challenge_token=challenge)
+    except OtpInvalid as expired:
+        _forget_login(request)
+        messages.error(request, expired.message)
+        return redirect("dashboard:login")
+    except TooManyAttempts:
+        _forget_login(request)
+        raise
+    if isinstance(error, RecoveryCodeUsed):
+        messages.error(request, error.message)
+    else:
+        messages.error(request, "That code is not right. Check your authenticator app (or your recovery "
+                                "codes) and try again.")
+    return redirect("dashboard:login-2fa")
+
+
+def _forget_login(request) -> str:
+    """Drop the pending login from the session; returns the page to go to after it."""
+    request.session.pop(CHALLENGE_SESSION_KEY, None)
+    return request.session.pop(NEXT_SESSION_KEY, "")
 
 
 @require_http_methods(["GET", "POST"])
@@ -81,8 +131,15 @@ def signup_page(request):
     return render(request, "dashboard/auth/signup.html", {"form": form})
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def logout_page(request):
+    """POST signs out. A GET (a bookmark, the address bar) signs nobody out, since a link must not: it
+    lands on the overview, whose header has the button (or on the login page when signed out)."""
+    if request.method == "GET":
+        if not request.user.is_authenticated:
+            return redirect("dashboard:login")
+        messages.info(request, "To sign out, use the Sign out button at the top of the page.")
+        return redirect("dashboard:overview")
     logout(request)
     messages.success(request, "You are signed out.")
     return redirect("dashboard:login")
@@ -112,42 +169,136 @@ def resend_verification_page(request):
 @require_safe
 @member_page
 def security_page(request):
-    """Two-factor state: set up (QR code and secret), confirm with a code, or turn off."""
+    """Two-factor state (set up with a QR code and secret, confirm, turn off, recovery codes) and the
+    password change."""
+    return _security_page(request)
+
+
+def _security_page(request, *, password_form: PasswordChangeForm | None = None,
+                   codes_form: CurrentPasswordForm | None = None, status: int = 200):
     user = request.user
     pending = None if user.two_factor_enabled else services.two_factor_pending_setup(user=user)
-    context = {"form": OtpForm(), "pending": pending,
-               "qr": qr_svg(pending.otpauth_url) if pending else None}
-    return render(request, "dashboard/security.html", context)
+    context = {
+        "form": OtpForm(), "disable_form": SecondFactorForm(), "pending": pending,
+        "qr": qr_svg(pending.otpauth_url) if pending else None,
+        "codes_remaining": selectors.recovery_codes_remaining(user=user) if user.two_factor_enabled else None,
+        "codes_form": codes_form or CurrentPasswordForm(prefix="codes"),
+        "password_form": password_form or PasswordChangeForm(),
+    }
+    return render(request, "dashboard/security.html", context, status=status)
 
 
-@require_POST
+def _back_to_security(request):
+    """What a GET on one of the security page's actions answers: the page itself."""
+    return redirect("dashboard:security")
+
+
+@require_http_methods(["GET", "POST"])
 @member_page
 def two_factor_setup(request):
-    services.two_factor_setup(user=request.user)
-    return redirect("dashboard:security")
+    if request.method == "POST":
+        services.two_factor_setup(user=request.user)
+    return _back_to_security(request)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_page
 def two_factor_enable(request):
-    return _with_otp(request, services.two_factor_enable, "Two-factor sign-in is on.")
+    if request.method == "GET":
+        return _back_to_security(request)
+    form = OtpForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Enter the 6-digit code from your authenticator app.")
+        return _back_to_security(request)
+    try:
+        codes = services.two_factor_enable(user=request.user, otp=form.cleaned_data["otp"])
+    except (OtpInvalid, ValidationFailed) as error:
+        messages.error(request, error.message)
+        return _back_to_security(request)
+    messages.success(request, "Two-factor sign-in is on.")
+    return _show_codes_once(request, codes)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_page
 def two_factor_disable(request):
-    return _with_otp(request, services.two_factor_disable, "Two-factor sign-in is off.")
+    if request.method == "GET":
+        return _back_to_security(request)
+    form = SecondFactorForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form.errors["otp"][0])
+        return _back_to_security(request)
+    try:
+        services.two_factor_disable(user=request.user, otp=form.cleaned_data["otp"])
+    except (OtpInvalid, ValidationFailed) as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, "Two-factor sign-in is off, and its recovery codes are deleted.")
+    return _back_to_security(request)
 
 
-def _with_otp(request, service, done: str):
-    form = OtpForm(request.POST)
+@require_http_methods(["GET", "POST"])
+@member_page
+def recovery_codes_regenerate(request):
+    """New recovery codes, proven by the password (it works when the phone is lost, after a sign-in
+    with a recovery code); each attempt counts on the per-IP limit of the sign-in forms."""
+    if request.method == "GET":
+        return _back_to_security(request)
+    _count_password_attempt(request)
+    form = CurrentPasswordForm(request.POST, prefix="codes")
     if form.is_valid():
         try:
-            service(user=request.user, otp=form.cleaned_data["otp"])
-        except (OtpInvalid, ValidationFailed) as error:
-            messages.error(request, error.message)
+            codes = services.recovery_codes_regenerate(user=request.user,
+                                                       password=form.cleaned_data["current_password"])
+        except InvalidCredentials as error:
+            form.add_error("current_password", error.message)
         else:
-            messages.success(request, done)
-    else:
-        messages.error(request, "Enter the 6-digit code from your authenticator app.")
-    return redirect("dashboard:security")
+            messages.success(request, "New recovery codes are made; the old ones no longer work.")
+            return _show_codes_once(request, codes)
+    return _security_page(request, codes_form=form, status=400)
+
+
+def _show_codes_once(request, codes: list[str]):
+    """PRG for secrets: the codes wait in the session for the one GET that shows and forgets them."""
+    request.session[RECOVERY_CODES_SESSION_KEY] = codes
+    return redirect("dashboard:recovery-codes")
+
+
+@require_safe
+@member_page
+def recovery_codes_page(request):
+    """The new recovery codes, once: the first GET after they were made shows them and drops them from
+    the session; a reload (or Back) finds nothing to show and says how to get new ones."""
+    codes = request.session.pop(RECOVERY_CODES_SESSION_KEY, None)
+    response = render(request, "dashboard/recovery_codes.html", {"codes": codes})
+    response["Cache-Control"] = "no-store"  # Back must not bring the codes back from the cache
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@member_page
+def password_change(request):
+    """Change the password with the current one; every other session (JWTs and other browsers) ends,
+    this one stays signed in. Each attempt counts on the per-IP limit of the sign-in forms."""
+    if request.method == "GET":
+        return _back_to_security(request)
+    _count_password_attempt(request)
+    form = PasswordChangeForm(request.POST)
+    if form.is_valid():
+        try:
+            services.password_change(user=request.user, current_password=form.cleaned_data["current_password"],
+                                     new_password=form.cleaned_data["password"])
+        except InvalidCredentials as error:
+            form.add_error("current_password", error.message)
+        else:
+            update_session_auth_hash(request, request.user)  # this session stays; the others end
+            messages.success(request, "Your password is changed. Every other session is signed out.")
+            return _back_to_security(request)
+    return _security_page(request, password_form=form, status=400)
+
+
+def _count_password_attempt(request) -> None:
+    """One more password guess from this address, on the sign-in forms' per-IP counter."""
+    state = AuthIpThrottle().count(request)
+    if not state.allowed:
+        raise RateLimited(headers={"Retry-After": str(state.reset_in)})

@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from tests import factories
+from tests.log_scan import register_secret
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,12 @@ def _enrol(client) -> pyotp.TOTP:
     totp = pyotp.TOTP(body["secret"])
     assert pyotp.parse_uri(body["otpauth_url"]).secret == body["secret"]
     response = client.post("/v1/auth/2fa/enable", {"otp": totp.now()}, format="json")
-    assert response.status_code == 200 and response.json() == {"enabled": True}
+    assert response.status_code == 200
+    body = response.json()
+    assert body == {"enabled": True, "recovery_codes": body["recovery_codes"]}
+    assert len(body["recovery_codes"]) == 10
+    for code in body["recovery_codes"]:
+        register_secret(code)
     return totp
 
 

@@ -4,6 +4,7 @@ sample file of every format the service signs."""
 import pytest
 
 from svc_client import Client, SigningKey
+from svc_client.cli import main
 from tests import audio, pdf_samples, text_samples, video
 from tests.factories import make_api_key, make_org, make_user
 from tests.media import photo_bytes
@@ -34,3 +35,16 @@ def client_generator(service):
     key = SigningKey.generate()
     generator = service.generator_register(name="local", public_key=key.public_key_b64, kid=key.kid)
     return generator["generator_id"], key
+
+
+@pytest.fixture
+def svc(service, capsys):
+    """Run `svc` with the live service's URL and key; returns (exit code, stdout, stderr)."""
+    def run(*argv: str, key: bool = True, quiet: bool = True):
+        options = ["--url", service.transport.base_url] + (["--quiet"] if quiet else [])
+        if key:
+            options += ["--api-key", service.transport.api_key]
+        code = main([*options, *argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+    return run

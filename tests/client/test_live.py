@@ -10,7 +10,7 @@ from provenance.models import Record
 from svc_client import PinnedKeys, SigningKey, record_sign, verify_offline
 from svc_client.offline import record_id_of_token
 from svc_client.signing import image_phash
-from tests.media import strip_metadata
+from tests.media import decode, encode, strip_metadata
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -126,5 +126,26 @@ def test_an_image_phash_is_the_services_own_and_finds_the_record_without_a_token
                                                 phash=image_phash(data)))
     assert service.record_get(created.record_id)["phash"] == image_phash(data)
 
-    found = service.verify(strip_metadata(data, "png"))  # no token anywhere: found by its pHash
-    assert (found["token_source"], found["record_id"]) == ("phash", created.record_id)
+    # Re-saved without its metadata: the same pixels in other bytes, so no token and no exact hash: its pHash.
+    copy = encode(decode(strip_metadata(data, "png")), "png", compress_level=1)
+    found = service.verify(copy)
+    assert (found["token_source"], found["record_id"], found["reason"]) == ("phash", created.record_id,
+                                                                             "content_tampered")
+
+
+def test_the_library_embeds_a_token_as_the_readme_shows(service, client_generator, samples):
+    from svc_client import EmbeddingError, content_hash, content_phash, embed_token
+
+    generator_id, key = client_generator
+    data = samples["jpeg"]
+    draft = record_sign(key=key, generator_id=generator_id, model="m", data=data, phash=content_phash(data))
+    created = service.record_submit(draft)
+    signed = embed_token(data, created.token, draft.content_hash)
+    assert content_hash(signed) == draft.content_hash
+    found = service.verify(signed)
+    assert (found["authentic"], found["token_source"], found["record_id"]) == (True, "xmp", created.record_id)
+
+    with pytest.raises(EmbeddingError, match="no place for a token"):
+        embed_token(samples["txt"], created.token, content_hash(samples["txt"]))
+    with pytest.raises(EmbeddingError, match="the record signed"):
+        embed_token(samples["png"], created.token, draft.content_hash)  # another file than the one signed

@@ -3,7 +3,7 @@ import pytest
 pytestmark = pytest.mark.django_db
 
 AUTH_ROUTES = ["register", "login", "verify-2fa", "verify-email", "resend-verification", "forgot-password",
-               "reset-password", "me", "logout", "2fa/setup", "2fa/enable", "2fa/disable"]
+               "reset-password", "me", "logout", "2fa/setup", "2fa/enable", "2fa/disable", "2fa/recovery-codes"]
 
 
 def test_the_schema_describes_every_route_with_its_shapes(api_client):
@@ -106,7 +106,8 @@ def test_the_webhook_routes_are_described(api_client):
 
 SESSION_ONLY = [("get", "/v1/auth/me"), ("post", "/v1/auth/logout"), ("post", "/v1/auth/2fa/setup"),
                 ("get", "/v1/api-keys"), ("delete", "/v1/api-keys/{id}"), ("get", "/v1/team/members"),
-                ("post", "/v1/team/invites"), ("delete", "/v1/team/members/{user_id}/api-keys/{key_id}")]
+                ("post", "/v1/team/invites"), ("delete", "/v1/team/members/{user_id}/api-keys/{key_id}"),
+                ("post", "/v1/auth/2fa/recovery-codes")]
 EITHER = [("post", "/v1/sign"), ("post", "/v1/records"), ("get", "/v1/generators"), ("get", "/v1/audit"),
           ("get", "/v1/webhooks"), ("post", "/v1/records/{record_id}/c2pa/embed"), ("get", "/v1/billing/usage")]
 

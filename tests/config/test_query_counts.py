@@ -89,3 +89,17 @@ def test_sign_is_the_record_path_plus_the_quota_precheck(key_client, org):
     sign()
     # key, generator key, quota pre-check, INSERT record, INSERT audit, UPDATE counter, SAVEPOINT/RELEASE.
     assert len(_statements(sign)) == 8
+
+
+def test_verify_by_the_exact_hash_is_one_lookup(api_client, key_client, org):
+    generator, seed = factories.make_client_generator(org=org)
+    content = photo_bytes("coffee", "png")  # no token container: its content hash is the raw bytes' hash
+    key_client(org).post("/v1/records", factories.record_body(generator=generator, seed=seed, content=content),
+                         format="json")
+
+    def verify():
+        return api_client.post("/v1/verify", {"content": io.BytesIO(content)}, format="multipart")
+
+    # The earliest record of the file's hash with its key, generator and org; INSERT audit. No pHash search.
+    statements = _statements(verify)
+    assert len(statements) == 2 and "ORDER BY" in statements[0], statements

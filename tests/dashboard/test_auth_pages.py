@@ -77,14 +77,21 @@ def test_with_2fa_the_login_asks_for_a_code_then_signs_in(owner):
     assert client.get("/dashboard").status_code == 200
 
 
-def test_a_wrong_code_burns_the_challenge_and_sends_back_to_the_password_step(owner):
+def test_a_wrong_code_keeps_the_person_at_the_code_step_with_a_message_and_a_new_challenge(owner):
     totp = _enable_2fa(owner)
     client = Client()
     _login(client, owner.email)
+    first = client.session["dashboard_2fa_challenge"]
     wrong = "000000" if totp.now() != "000000" else "111111"
-    assert client.post("/login/2fa", {"otp": wrong})["Location"] == "/login"
-    assert client.post("/login/2fa", {"otp": _next_code(totp)})["Location"] == "/login"  # challenge gone
-    assert client.get("/dashboard").status_code == 302
+    response = client.post("/login/2fa", {"otp": wrong}, follow=True)
+    assert response.redirect_chain == [("/login/2fa", 302)]
+    assert "That code is not right." in response.content.decode()
+    assert client.session["dashboard_2fa_challenge"] != first  # the wrong code burned the first one
+    owner.refresh_from_db()
+    assert owner.failed_otp_count == 1  # and counted toward the lockout
+    done = client.post("/login/2fa", {"otp": _next_code(totp)})
+    assert done["Location"] == "/dashboard"
+    assert client.get("/dashboard").status_code == 200
 
 
 def test_five_wrong_codes_lock_the_account_with_429(owner):

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.django_db
 # Every form of the dashboard, with a body that would otherwise pass the form (ids are placeholders).
 POSTS = [
     "/logout", "/dashboard/security/2fa/setup", "/dashboard/security/2fa/enable", "/dashboard/security/2fa/disable",
+    "/dashboard/security/recovery-codes/new", "/dashboard/security/password",
     "/dashboard/api-keys/new", "/dashboard/api-keys/personal/new", "/dashboard/generators", "/dashboard/sign",
     "/dashboard/team/invites", "/dashboard/webhooks", "/dashboard/audit", "/dashboard/billing", "/dashboard",
 ]

@@ -106,15 +106,18 @@ def test_verify_page_explains_a_signed_file_in_words(org):
     page = Client().post("/verify", {"content": SimpleUploadedFile("x.png", signed.data)})
     html = page.content.decode()
     assert page.status_code == 200
-    assert "Signed by the service, and unchanged" in html and "Confidence: <strong>high</strong>" in html
-    assert org.name in html and "diffusion-v3" in html
+    day = f"{signed.record.signed_at.day} {signed.record.signed_at:%B %Y}"
+    assert (f'<h2 id="verdict-h">This file is exactly the content that {org.name} signed with the model diffusion-v3 '
+            f"on {day}: its signature checks out") in html
+    assert "Confidence: <strong>high</strong>" in html and '<li class="signal held">' in html
 
 
 def test_verify_page_says_that_finding_nothing_makes_no_claim_either_way():
     page = Client().post("/verify", {"content": SimpleUploadedFile("x.png", photo_bytes("astronaut", "png"))})
     html = page.content.decode()
-    assert "makes no claim either way" in html and "not evidence of human origin" in html
-    assert "Confidence: <strong>none</strong>" in html
+    assert "makes no claim either way" in html and "absence of provenance is not evidence that a person made it" in html
+    assert "Confidence: <strong>none</strong>. Nothing was found, so this makes no claim either way." in html
+    assert "signal held" not in html  # nothing is shown in green
 
 
 def test_verify_page_reports_a_tampered_file(org):
@@ -126,7 +129,8 @@ def test_verify_page_reports_a_tampered_file(org):
     edited = signed.data.replace(b"Hello", b"Jello")
     page = Client().post("/verify", {"content": SimpleUploadedFile("x.txt", edited), "token": signed.token})
     html = page.content.decode()
-    assert page.status_code == 200 and "edited after signing" in html
+    assert page.status_code == 200 and f"This is a changed copy of content that {org.name} signed" in html
+    assert "not evidence of manipulation" in html and '<li class="signal failed">' in html
 
 
 def test_verify_page_is_limited_per_ip_like_the_api(settings):

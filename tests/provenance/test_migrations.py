@@ -42,3 +42,39 @@ def test_stored_phashes_become_image_phashes_with_their_signed_value(org):
         # Back to the latest schema: later tests of this worker that commit would meet 0002's otherwise.
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def _content_hash_indexes() -> list[list[str]]:
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, Record._meta.db_table)
+    return sorted(details["columns"] for details in constraints.values()
+                  if details["index"] and not details["primary_key"] and details["columns"][0] == "content_hash")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0009_replaces_the_content_hash_index_and_clears_client_records_kept_marks(org):
+    before = [("provenance", "0008_record_mark_in_file")]
+    key = GeneratorKey.objects.get(generator=factories.make_generator(org=org))
+    old_record = _migrate(before).loader.project_state(before).apps.get_model("provenance", "Record")
+    try:
+        assert ["content_hash"] in _content_hash_indexes()
+        for fmt, kept in [("image", True), ("image", False), (None, True), (None, False), (None, None)]:
+            old_record.objects.create(org_id=org.pk, generator_id=key.generator_id, key_id=key.pk, model="m",
+                                      watermark_id="none", content_hash="sha3-256:" + "0" * 64, signature=b"\0",
+                                      format=fmt, mark_in_file=kept)
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert _content_hash_indexes() == [["content_hash", "signed_at"]]
+    # A server-signed record's file carries its own mark; a client's file may carry another record's.
+    assert sorted(Record.objects.values_list("format", "mark_in_file"), key=str) == sorted(
+        [("image", True), ("image", False), (None, None), (None, False), (None, None)], key=str)
+    # The fingerprint triggers survive (SQLite drops them when a migration rebuilds the table).
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s",
+                           [Record._meta.db_table])
+        else:
+            cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = %s::regclass AND NOT tgisinternal",
+                           [Record._meta.db_table])
+        assert cursor.fetchone()[0] >= 1

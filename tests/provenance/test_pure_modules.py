@@ -20,6 +20,7 @@ PURE_MODULES = [
     "config.sealing",
     "config.hkdf",
     "config.secret_ring",
+    "verification.summary",
 ]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

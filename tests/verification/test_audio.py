@@ -65,9 +65,19 @@ def test_reencoded_audio_with_the_token_kept_is_tampered(api_client, key_client,
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_audio_without_its_token_container_has_no_provenance(api_client, key_client, org, generator, fmt):
+def test_audio_without_its_token_container_is_found_by_its_content_hash(api_client, key_client, org, generator,
+                                                                       fmt):
+    # The content hash leaves the token container out: the stripped file is still the signed content.
+    signed = _sign(key_client(org), generator, FORMATS[fmt][0]())
+    result = _verify(api_client, get_codec(fmt).strip_token(signed.content))
+    assert (result["authentic"], result["token_source"], result["record_id"]) == (
+        True, "content_hash", signed["X-Service-Record-Id"])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_changed_audio_without_its_token_container_has_no_provenance(api_client, key_client, org, generator, fmt):
     signed = _sign(key_client(org), generator, FORMATS[fmt][0]()).content
-    result = _verify(api_client, get_codec(fmt).strip_token(signed))
+    result = _verify(api_client, get_codec(fmt).strip_token(signed)[:-64])  # and its last bytes cut off
     assert (result["authentic"], result["token_source"], result["reason"]) == (False, "none", "no_provenance_found")
 
 

@@ -62,7 +62,8 @@ def test_text_too_short_for_the_mark_is_signed_and_verified_with_its_token(api_c
     response = _sign(key_client(org), generator, b"Two words.")
     assert response.status_code == 201 and response.content == b"Two words."
     assert Record.objects.get(pk=response["X-Service-Record-Id"]).watermark_id == "none"
-    assert _verify(api_client, b"Two words.")["token_source"] == "none"
+    assert _verify(api_client, b"Two words.")["token_source"] == "content_hash"  # the unchanged text
+    assert _verify(api_client, b"Two words!")["token_source"] == "none"
     result = _verify(api_client, b"Two words.", token=response["X-Service-Token"])
     assert (result["authentic"], result["token_source"], result["confidence"]) == (True, "provided", "medium")
 

@@ -70,11 +70,13 @@ def test_after_the_old_key_is_removed_its_tokens_are_invalid_and_new_ones_still_
     settings.TOKEN_SIGNING_KEY = f"t2:{NEW},t1:{OLD}"
     after = _sign(key_client, org, generator)
     settings.TOKEN_SIGNING_KEY = f"t2:{NEW}"
-    for result in (_verify(api_client, before.content),
+    for result in (_verify(api_client, before.content, token=before["X-Service-Token"]),
                    _verify(api_client, photo_bytes("rocket", "jpeg"), token=before["X-Service-Token"])):
         assert (result["authentic"], result["reason"], result["record_id"], result["provenance"]) == (
             False, "invalid_token", None, None)
-    assert _verify(api_client, before.content)["token_source"] == "xmp"  # no fallback to the watermark
+    # An embedded token that no longer reads gives way to the unchanged file's exact hash (not the watermark).
+    embedded = _verify(api_client, before.content)
+    assert (embedded["token_source"], embedded["record_id"]) == ("content_hash", before["X-Service-Record-Id"])
     assert _verify(api_client, after.content)["authentic"] is True
 
 

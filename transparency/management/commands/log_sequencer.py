@@ -29,8 +29,11 @@ class Command(BaseCommand):
             self.stdout.write(f"Integrated {log_sequence(limit=max(1, batch_size))} records.")
             return
         _name_connection()
+        seconds = interval or settings.LOG_SEQUENCER_INTERVAL
+        self.stdout.write(f"Log sequencer: a round every {seconds:g} s.")
+        self.stdout.flush()
         with contextlib.suppress(KeyboardInterrupt):  # a batch in flight rolls back; its records stay pending
-            log_sequencer_run(interval=interval or settings.LOG_SEQUENCER_INTERVAL, limit=max(1, batch_size))
+            log_sequencer_run(interval=seconds, limit=max(1, batch_size))
 
 
 def _name_connection() -> None:

@@ -1,0 +1,168 @@
+"""`make run` runs what production runs: the development server and the transparency log's sequencer.
+
+The test starts `make run` itself, as a newcomer types it (on its own SQLite file and a free port, in a
+session of its own as a terminal would), signs a record through the API, watches the sequencer take it
+into the log (the log's routes, `svc log pin`, `svc log verify`), then presses Ctrl-C: SIGINT to the
+foreground process group, as the terminal sends it. Every process `make run` started must be gone.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from svc_client import Client, SigningKey, record_sign
+from svc_client.cli import main as svc
+from tests.log_scan import watch_file
+from tests.media import photo_bytes
+from tests.proc_sockets import free_port
+
+PROJECT = Path(__file__).resolve().parents[2]
+STARTUP_SECONDS = 120  # `make run` migrates a new database first
+SEQUENCED_SECONDS = 30
+STOP_SECONDS = 30
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+
+
+def _session_pids(sid: int) -> list[str]:
+    """The command lines of every live process in session `sid` (zombies are already dead)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(f"{entry}: {cmdline}")
+    return found
+
+
+@pytest.fixture
+def make_run(tmp_path):
+    """(base URL, output file, the make process) of `make run` on its own database and port."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE", "DEBUG", "PUBLIC_BASE_URL")}
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    port = free_port()
+    output_path = tmp_path / "make-run.log"
+    watch_file(output_path)  # its lines join the session's secret scan
+    output = output_path.open("w")
+    # -o: the install step is what `make install` did for this very interpreter; never reinstall here.
+    make = subprocess.Popen(["make", "-o", ".venv/.installed", "run", f"PORT={port}",
+                             f"BIN={Path(sys.executable).parent}"],
+                            cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            assert make.poll() is None, f"make run exited with {make.returncode}:\n{output_path.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, f"no answer on {base}:\n{output_path.read_text()[-4000:]}"
+            try:
+                requests.get(f"{base}/healthz", timeout=2)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.3)
+        yield base, output_path, make
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+            make.wait()
+        output.close()
+
+
+def _newcomer_key(base: str) -> str:
+    """An organization API key, by the routes a newcomer uses (register, log in, create a key)."""
+    credentials = {"email": "newcomer@example.com", "password": "a-long-password"}
+    registered = requests.post(f"{base}/v1/auth/register", json={"org_name": "Newcomer", **credentials}, timeout=30)
+    assert registered.status_code == 201, registered.text
+    login = requests.post(f"{base}/v1/auth/login", json=credentials, timeout=30)
+    assert login.status_code == 200, login.text
+    created = requests.post(f"{base}/v1/api-keys", json={"name": "dev"}, timeout=30,
+                            headers={"Authorization": f"Bearer {login.json()['token']}"})
+    assert created.status_code == 201, created.text
+    return created.json()["key"]
+
+
+def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_process(make_run, tmp_path):
+    base, output_path, make = make_run
+    client = Client(base, api_key=_newcomer_key(base))
+    key = SigningKey.generate()
+    generator = client.generator_register(name="local", public_key=key.public_key_b64, kid=key.kid)
+    created = client.record_submit(record_sign(key=key, generator_id=generator["generator_id"], model="m-1",
+                                               data=photo_bytes(fmt="png")))
+
+    deadline = time.monotonic() + SEQUENCED_SECONDS
+    while (inclusion := requests.get(f"{base}/v1/log/inclusion", params={"record_id": created.record_id},
+                                     timeout=30).json())["status"] != "integrated":
+        assert time.monotonic() < deadline, f"never sequenced: {inclusion}\n{output_path.read_text()[-4000:]}"
+        time.sleep(0.3)
+    assert inclusion["index"] == 0 and inclusion["tree_size"] >= 1
+    checkpoint = requests.get(f"{base}/v1/log/checkpoint", timeout=30)
+    assert checkpoint.status_code == 200 and checkpoint.text.splitlines()[1] == str(inclusion["tree_size"])
+    assert requests.get(f"{base}/v1/records/{created.record_id}", timeout=30).json()["log"]["status"] == "integrated"
+
+    # The sequencer dies (a crash, an OOM kill): run_dev reports it and starts another, as a supervisor would.
+    [sequencer] = [int(line.split(":")[0]) for line in _session_pids(make.pid) if "log_sequencer" in line]
+    os.kill(sequencer, signal.SIGKILL)
+    second = client.record_submit(record_sign(key=key, generator_id=generator["generator_id"], model="m-1",
+                                              data=photo_bytes(fmt="jpeg")))
+    deadline = time.monotonic() + SEQUENCED_SECONDS
+    while requests.get(f"{base}/v1/records/{second.record_id}", timeout=30).json()["log"]["status"] != "integrated":
+        assert time.monotonic() < deadline, f"not sequenced after a restart:\n{output_path.read_text()[-4000:]}"
+        time.sleep(0.3)
+    assert "the log sequencer exited (-9); starting it again" in output_path.read_text()
+
+    log_keys = tmp_path / "log-keys.json"
+    assert svc(["--url", base, "log", "pin", "-o", str(log_keys)]) == 0
+    for record_id in (created.record_id, second.record_id):
+        assert svc(["--url", base, "log", "verify", record_id, "--log-keys", str(log_keys)]) == 0
+
+    assert _session_pids(make.pid), "the processes of make run are not where this test looks for them"
+    os.killpg(make.pid, signal.SIGINT)  # Ctrl-C in the terminal
+    make.wait(timeout=STOP_SECONDS)
+    deadline = time.monotonic() + STOP_SECONDS
+    while (left := _session_pids(make.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    output = output_path.read_text()
+    assert left == [], f"left running after Ctrl-C: {left}\n{output[-4000:]}"
+    assert "Starting development server" in output  # both wrote to the terminal
+    assert "Log sequencer: a round every" in output and "log: 1 records integrated" in output
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{base}/healthz", timeout=5)
+
+
+def test_make_run_stops_the_sequencer_when_the_server_exits(tmp_path):
+    """A port already taken: runserver exits at once, and the sequencer beside it must not outlive it."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE", "DEBUG", "PUBLIC_BASE_URL")}
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        make = subprocess.Popen(["make", "-o", ".venv/.installed", "run", f"PORT={port}",
+                                 f"BIN={Path(sys.executable).parent}"],
+                                cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True, text=True)
+        try:
+            output, _ = make.communicate(timeout=STARTUP_SECONDS)
+        finally:
+            if make.poll() is None:
+                os.killpg(make.pid, signal.SIGKILL)
+                make.wait()
+    assert make.returncode != 0
+    assert "runserver exited" in output and "stopping the log sequencer" in output, output[-4000:]
+    assert _session_pids(make.pid) == []
