@@ -41,7 +41,7 @@ def test_an_owner_goes_from_sign_up_to_a_revoked_generator_whose_file_stops_veri
     _register_a_generator(page)
     signed = _sign_a_photo(page)
     verdict = _verify(visitor, signed, "flow-13-verify-high")
-    assert "Signed by the service, and unchanged" in verdict and "Confidence: high" in verdict
+    assert "This file is exactly the content that Acme Labs signed" in verdict and "Confidence: high" in verdict
 
     # Staff move the organization to Growth (the admin's plan form, tested in test_admin.py): the admin
     # role and webhooks need it.
@@ -50,9 +50,9 @@ def test_an_owner_goes_from_sign_up_to_a_revoked_generator_whose_file_stops_veri
     _change_the_members_role(page)
     _revoke_the_generator(page)
     verdict = _verify(visitor, signed, "flow-22-verify-revoked")
-    assert "Signs of provenance, but they do not add up" in verdict
+    assert "A record says that Acme Labs signed this content" in verdict and "has since been revoked" in verdict
     assert "The record's signature does not check out, or its generator was revoked." in verdict
-    assert "Signature: not found" in verdict and "Confidence: high" not in verdict
+    assert "Signature: not valid: the generator was revoked." in verdict and "Confidence: high" not in verdict
 
     _open_every_other_page(page, visitor)
 

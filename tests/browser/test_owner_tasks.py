@@ -83,7 +83,7 @@ def _sign_up(page) -> None:
 
 def _sign_out_and_in(page) -> None:
     page.goto("/logout")  # typed: nothing happens, the page says where signing out lives
-    assert _path(page) == "/dashboard" and "here is where it lives" in _messages(page)
+    assert _path(page) == "/dashboard" and "use the Sign out button" in _messages(page)
     _follow(page, page.get_by_role("button", name="Sign out"))
     page.goto("/dashboard/api-keys")  # a bookmark while signed out: the sign-in, then back to it
     assert _path(page).startswith("/login?next=")
