@@ -98,6 +98,8 @@ ACTION_HOMES = {
     "2fa-setup": "dashboard:security",
     "2fa-enable": "dashboard:security",
     "2fa-disable": "dashboard:security",
+    "recovery-codes-new": "dashboard:security",
+    "password-change": "dashboard:security",
 }
 
 urlpatterns = public + emailed_links + pages

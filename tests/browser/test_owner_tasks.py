@@ -22,6 +22,7 @@ from billing.models import PlanRequest
 from dashboard.models import SignedFile
 from generators.models import Generator
 from provenance.models import Record
+from teams.models import Invite
 from tests.browser.page_checks import look
 from tests.browser.screenshots import shoot
 from tests.media import photo_bytes
@@ -182,6 +183,11 @@ def _ask_for_growth_which_staff_apply(page, staff) -> None:
     assert "Requested: the Growth plan, billed annual" in page.inner_text("#pending-request")
     page.reload()  # no second request, no second email
     assert PlanRequest.objects.count() == 1
+    page.goto(f"/dashboard/billing/requests/{PlanRequest.objects.get().pk}/cancel")  # a bookmark: asks first
+    assert page.inner_text("h1") == "Cancel your request for Growth?"
+    look(page, "tasks-08-billing-cancel-confirm")
+    _follow(page, page.get_by_role("link", name="Cancel", exact=True))
+    assert PlanRequest.objects.get().is_pending
     [email] = [message for message in mail.outbox if message.to == ["billing@localhost"]]
     look(page, "tasks-08-billing-pending")
 
@@ -212,6 +218,12 @@ def _invite_a_member_who_accepts(page, member) -> None:
     page.reload()
     assert len([m for m in mail.outbox if m.to == [MEMBER]]) == 1  # a reload sends no second invite
     look(page, "tasks-10-team-invited")
+    page.goto("/dashboard/team/invites")  # the invite form's action, bookmarked: the team page
+    assert _path(page) == "/dashboard/team" and "Send an invite with the form" in _messages(page)
+    page.goto(f"/dashboard/team/invites/{Invite.objects.get().pk}/cancel")  # asks first, cancels nothing
+    look(page, "tasks-10-invite-cancel-confirm")
+    page.go_back()
+    assert Invite.objects.get().accepted_at is None
 
     member.goto(re.search(r"https?://[^/\s]+(/invite/\S+)", mail.outbox[-1].body).group(1))
     member.get_by_label("Choose a password").fill(PASSWORD)
