@@ -9,12 +9,17 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
+from django.http import HttpResponse
 from django.test import Client
 from django.urls import URLPattern, reverse
+from django.urls import path as route
+from django.views.decorators.http import require_POST
 
 from accounts.services import api_key_create
 from billing.services import plan_request_create
+from config.urls import urlpatterns as site_urlpatterns
 from dashboard import urls as dashboard_urls
+from dashboard.access import no_dead_end
 from dashboard.services import SignRequest, signed_file_create
 from tests import factories
 from tests.media import photo_bytes
@@ -149,3 +154,20 @@ def test_an_unknown_id_in_any_address_answers_a_not_found_page(ids, page_client)
         response = client.get(path, follow=True)
         assert response.status_code in (200, 404), f"{path}: {response.status_code}"
         assert response["Content-Type"].startswith("text/html")
+
+
+def _only_post(request):
+    return HttpResponse("done")
+
+
+urlpatterns = [route("only-post", no_dead_end(require_POST(_only_post), home="dashboard:api-keys")),
+               *site_urlpatterns]
+
+
+@pytest.mark.urls(__name__)
+def test_a_route_that_still_answers_405_to_get_lands_on_its_home_with_a_note(owner_page):
+    opened = owner_page.get("/only-post", follow=True)
+    assert opened.redirect_chain == [("/dashboard/api-keys", 302)]
+    assert "here is where it lives" in opened.content.decode()
+    assert owner_page.post("/only-post").content == b"done"
+    assert owner_page.put("/only-post").status_code == 405  # no address bar sends a PUT
