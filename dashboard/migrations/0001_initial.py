@@ -7,6 +7,13 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+def _store_bytes_uncompressed(apps, schema_editor):
+    # PostgreSQL: signed media does not compress, and an uncompressed out-of-line value lets each
+    # download piece (a SUBSTRING) read only the TOAST chunks it covers.
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("ALTER TABLE dashboard_signedfile ALTER COLUMN data SET STORAGE EXTERNAL")
+
+
 class Migration(migrations.Migration):
 
     initial = True
@@ -34,4 +41,5 @@ class Migration(migrations.Migration):
                 ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
         ),
+        migrations.RunPython(_store_bytes_uncompressed, migrations.RunPython.noop),
     ]
