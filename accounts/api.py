@@ -10,6 +10,7 @@ from accounts import serializers as s
 from accounts import services
 from accounts.models import ApiKey
 from accounts.scoping import HasRole, OrgScopedViewSet, SessionOnly, SessionRequired
+from config.paging import PageQuery, optional_page, page_counts
 from config.throttles import AuthIpThrottle
 from config.validation import validated
 
@@ -142,7 +143,7 @@ class ApiKeyViewSet(mixins.ListModelMixin, OrgScopedViewSet):
     """Organization API keys: any member lists them; owners and admins create and revoke."""
 
     # Members' personal keys live in the same table; they are managed on the team routes only.
-    queryset = ApiKey.objects.active().organization_keys().order_by("-created_at")
+    queryset = ApiKey.objects.active().organization_keys().order_by("-created_at", "-id")
     serializer_class = s.ApiKeyOutput
     pagination_class = None
 
@@ -150,9 +151,10 @@ class ApiKeyViewSet(mixins.ListModelMixin, OrgScopedViewSet):
         roles = [] if self.action == "list" else [HasRole("owner", "admin")()]
         return [IsAuthenticated(), SessionOnly(), *roles]
 
-    @extend_schema(responses={200: s.ApiKeyListOutput}, tags=["api-keys"])
+    @extend_schema(parameters=[PageQuery], responses={200: s.ApiKeyListOutput}, tags=["api-keys"])
     def list(self, request):
-        return Response(s.ApiKeyListOutput({"keys": self.get_queryset()}).data)
+        listed = optional_page(self.get_queryset(), request.query_params)
+        return Response(s.ApiKeyListOutput({"keys": listed.items, **page_counts(listed)}).data)
 
     @extend_schema(request=s.ApiKeyCreateInput, responses={201: s.ApiKeyCreatedOutput}, tags=["api-keys"])
     def create(self, request):

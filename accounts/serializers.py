@@ -3,6 +3,8 @@
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from config.paging import ListPageFields
+
 PASSWORD_MIN, PASSWORD_MAX = 8, 128  # spec: min 8; the max bounds hashing work
 
 
@@ -149,7 +151,7 @@ class ApiKeyCreatedOutput(serializers.Serializer):
 # many=False: the list action answers one object wrapping the array (addendum), which
 # drf-spectacular would otherwise document as a bare array.
 @extend_schema_serializer(many=False)
-class ApiKeyListOutput(serializers.Serializer):
+class ApiKeyListOutput(ListPageFields):
     keys = ApiKeyOutput(many=True)
 
 

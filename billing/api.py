@@ -9,10 +9,11 @@ from rest_framework.views import APIView
 from billing.plans import PLANS, upgrade_url
 from billing.selectors import usage_for_org
 from billing.serializers import PlanListOutput, UsageOutput
+from config.cors import PublicCors
 from config.throttles import VerifyIpThrottle
 
 
-class PlanCatalogueView(APIView):
+class PlanCatalogueView(PublicCors, APIView):
     """The public plan catalogue, from the one plan table."""
 
     authentication_classes: list = []

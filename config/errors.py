@@ -62,6 +62,11 @@ class NotFound(ApiError):
     status_code, code, message = 404, "not_found", "Not found."
 
 
+class IdempotencyConflict(ApiError):
+    status_code, code = 409, "idempotency_conflict"
+    message = "This Idempotency-Key was used for a different request; use a new key for a new request."
+
+
 class EmailTaken(ApiError):
     status_code, code, message = 409, "email_taken", "An account with this email already exists."
 

@@ -27,7 +27,7 @@ DESCRIPTIONS = {
     "402": "`signature_limit_reached`, `plan_required`, `seat_limit_reached`.",
     "403": "`forbidden` (role or cross-organization), `email_not_verified`.",
     "404": "`not_found`.",
-    "409": "`email_taken`, `already_member`.",
+    "409": "`email_taken`, `already_member`, `idempotency_conflict` (an `Idempotency-Key` reused for another request).",
     "413": "`payload_too_large`.",
     "415": "`unsupported_media_type`.",
     "429": "`rate_limited` (with `Retry-After`), `too_many_attempts`.",

@@ -270,6 +270,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["billing.throttles.OrgPlanThrottle"],
     "DEFAULT_PARSER_CLASSES": ["config.parsers.LimitedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # `?format=` is a filter of ours (GET /v1/records), not a choice of renderer: DRF would answer 404 to it.
+    "URL_FORMAT_OVERRIDE": None,
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     "DEFAULT_METADATA_CLASS": "config.metadata.AllowedMethodsMetadata",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

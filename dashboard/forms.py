@@ -1,11 +1,16 @@
 """The dashboard's forms: the shape of each submission, like the API's input serializers. Rules that
 read the database (roles, quotas, ownership) stay in the services the views call."""
 
+from datetime import UTC, date, datetime, time, timedelta
+
 from django import forms
 
 from accounts.credentials import normalize_recovery_code
 from accounts.models import Role
 from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
+from audit.models import AuditEvent
+from audit.selectors import AuditFilter
+from audit.wording import type_label
 from billing.plans import BILLING_INTERVALS, PLANS
 from generators.serializers import KID_PATTERN
 from media_codecs import FAMILIES
@@ -157,6 +162,35 @@ class WebhookCreateForm(forms.Form):
 
 class WebhookStatusForm(forms.Form):
     status = forms.ChoiceField(choices=[("active", "active"), ("disabled", "disabled")])
+
+
+class AuditFilterForm(forms.Form):
+    """The audit page's filters, sent by GET: a type and a range of whole days in UTC, both ends included."""
+
+    type = forms.ChoiceField(label="Event", required=False,
+                             choices=[("", "All events"), *((t, type_label(t)) for t in AuditEvent.Type.values)])
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, label_suffix="", **kwargs)
+        # `from` is a Python keyword; the names match the API's filters, so links and bookmarks read alike.
+        self.fields["from"] = forms.DateField(label="From (UTC)", required=False,
+                                              widget=forms.DateInput(attrs={"type": "date"}))
+        self.fields["to"] = forms.DateField(label="To (UTC, included)", required=False,
+                                            widget=forms.DateInput(attrs={"type": "date"}))
+
+    def clean(self):
+        data = super().clean()
+        if data.get("from") and data.get("to") and data["to"] < data["from"]:
+            self.add_error("to", "The last day is before the first.")
+        return data
+
+    def audit_filter(self) -> AuditFilter:
+        """The valid filters as the selectors take them: from midnight of the first day to midnight after the last."""
+        first, last = self.cleaned_data.get("from"), self.cleaned_data.get("to")
+        return AuditFilter(type=self.cleaned_data.get("type") or None,
+                           since=datetime.combine(first, time(), UTC) if first else None,
+                           until=datetime.combine(last + timedelta(days=1), time(), UTC)
+                           if last and last < date.max else None)
 
 
 class VerifyForm(forms.Form):

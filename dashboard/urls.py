@@ -85,6 +85,7 @@ pages = [
     path("dashboard/webhooks/<uuid:webhook_id>/deliveries/<uuid:delivery_id>/retry", webhooks.webhook_retry,
          name="webhook-retry"),
     path("dashboard/audit", audit.audit_page_view, name="audit"),
+    path("dashboard/audit/export", audit.audit_export_view, name="audit-export"),
     path("dashboard/billing", billing.billing_page, name="billing"),
     path("dashboard/billing/requests", billing.plan_request_create, name="plan-request"),
     path("dashboard/billing/requests/<uuid:request_id>/cancel", billing.plan_request_cancel,

@@ -8,6 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.scoping import OrgScopedViewSet
+from config.cors import PublicCors
+from config.paging import PageQuery, optional_page, page_counts
 from config.throttles import VerifyIpThrottle
 from config.validation import validated
 from generators import selectors, services
@@ -22,12 +24,13 @@ def _public_key(data: dict | None) -> services.SuppliedPublicKey | None:
 
 
 class GeneratorViewSet(OrgScopedViewSet):
-    queryset = Generator.objects.prefetch_related("keys")
+    queryset = Generator.objects.prefetch_related("keys").order_by("created_at", "id")
     lookup_value_converter = "uuid"
 
-    @extend_schema(responses={200: s.GeneratorListOutput}, tags=["generators"])
+    @extend_schema(parameters=[PageQuery], responses={200: s.GeneratorListOutput}, tags=["generators"])
     def list(self, request):
-        return Response(s.GeneratorListOutput({"generators": self.get_queryset()}).data)
+        listed = optional_page(self.get_queryset(), request.query_params)
+        return Response(s.GeneratorListOutput({"generators": listed.items, **page_counts(listed)}).data)
 
     @extend_schema(responses={200: s.GeneratorDetailOutput}, tags=["generators"])
     def retrieve(self, request, pk=None):
@@ -57,7 +60,7 @@ class GeneratorViewSet(OrgScopedViewSet):
         return Response(s.GeneratorDetailOutput(self.get_object()).data)
 
 
-class PublicKeyView(APIView):
+class PublicKeyView(PublicCors, APIView):
     """Public: every key a generator ever used, so anyone can verify its records offline."""
 
     authentication_classes: list = []

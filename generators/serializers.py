@@ -3,6 +3,7 @@ import base64
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from config.paging import ListPageFields
 from media_codecs import FAMILIES
 
 KID_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
@@ -58,7 +59,7 @@ class GeneratorDetailOutput(GeneratorOutput):
 # many=False: the list action answers one object wrapping the array (addendum), which
 # drf-spectacular would otherwise document as a bare array.
 @extend_schema_serializer(many=False)
-class GeneratorListOutput(serializers.Serializer):
+class GeneratorListOutput(ListPageFields):
     generators = GeneratorOutput(many=True)
 
 

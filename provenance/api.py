@@ -3,16 +3,18 @@
 from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.cors import PublicCors
+from config.idempotency import idempotent
 from config.throttles import VerifyIpThrottle
 from config.uploads import limit_uploads, uploaded_bytes
-from config.validation import validated
+from config.validation import validated, validated_query
 from media_codecs import FAMILIES
 from provenance import selectors, services
 from provenance import serializers as s
@@ -33,6 +35,13 @@ KEY_UNAVAILABLE = OpenApiResponse(description="`key_unavailable`: the service ca
                                               "key (a key-custody fault of the operator's; logged).")
 
 BATCH_BODY_LIMIT = 10 * 1024 * 1024  # spec: batch record request body 10 MB
+
+# The routes that sign or store take it (config/idempotency.py).
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+    description="Up to 255 visible ASCII characters (a UUID). The same key and request within 24 hours replays "
+                "the first response (header `Idempotent-Replayed: true`) without doing anything again; the same "
+                "key with another request is 409 `idempotency_conflict`.")
 
 
 def _submission(item: dict) -> services.Submission:
@@ -65,7 +74,8 @@ class SignView(APIView):
         # The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
         responses={**{(201, media_type): SIGNED_CONTENT for media_type in SIGNED_MEDIA_TYPES},
                    404: GENERATOR_NOT_FOUND, 503: KEY_UNAVAILABLE},
-        tags=["signing"])
+        parameters=[IDEMPOTENCY_KEY], tags=["signing"])
+    @idempotent
     def post(self, request):
         fields = validated(s.SignInput, request)
         data = uploaded_bytes(request, "content")
@@ -78,9 +88,24 @@ class SignView(APIView):
         return response
 
 
-class RecordCreateView(APIView):
+class RecordListCreateView(APIView):
+    """GET: the caller's organization's records, newest first. POST: submit one client-signed record."""
+
+    @extend_schema(parameters=[s.RecordListQuery], responses={200: s.RecordPageOutput}, tags=["records"],
+                   operation_id="records_list")
+    def get(self, request):
+        query = validated_query(s.RecordListQuery, request)
+        filters = selectors.RecordFilters(generator_id=query.get("generator_id"), model=query.get("model"),
+                                          format=query.get("format"), signed_from=query.get("from"),
+                                          signed_to=query.get("to"))
+        records, total = selectors.record_list(org=request.org, filters=filters, page=query["page"],
+                                               limit=query["limit"])
+        body = {"records": records, "total": total, "page": query["page"], "limit": query["limit"]}
+        return Response(s.RecordPageOutput(body).data)
+
     @extend_schema(request=s.RecordCreateInput, responses={201: s.RecordCreatedOutput, 404: GENERATOR_NOT_FOUND},
-                   tags=["records"])
+                   parameters=[IDEMPOTENCY_KEY], tags=["records"])
+    @idempotent
     def post(self, request):
         data = validated(s.RecordCreateInput, request)
         record = services.record_submit(org=request.org, submission=_submission(data))
@@ -91,7 +116,8 @@ class RecordBatchView(APIView):
     max_body_bytes = BATCH_BODY_LIMIT
 
     @extend_schema(request=s.RecordBatchInput, responses={207: s.RecordBatchOutput, 404: GENERATOR_NOT_FOUND},
-                   tags=["records"])
+                   parameters=[IDEMPOTENCY_KEY], tags=["records"])
+    @idempotent
     def post(self, request):
         data = validated(s.RecordBatchInput, request)
         records = services.record_submit_batch(org=request.org,
@@ -100,7 +126,7 @@ class RecordBatchView(APIView):
         return Response(body, status=status.HTTP_207_MULTI_STATUS)
 
 
-class RecordDetailView(APIView):
+class RecordDetailView(PublicCors, APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
     throttle_classes = [VerifyIpThrottle]
@@ -110,7 +136,7 @@ class RecordDetailView(APIView):
         return Response(s.RecordOutput(selectors.public_record_detail(record_id=record_id)).data)
 
 
-class RecordC2paView(APIView):
+class RecordC2paView(PublicCors, APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
     throttle_classes = [VerifyIpThrottle]
@@ -138,7 +164,8 @@ class RecordC2paEmbedView(APIView):
         responses={**{(200, media_type): OpenApiResponse(OpenApiTypes.BINARY, description="The asset with its manifest")
                       for media_type in ("image/jpeg", "image/png")},
                    503: KEY_UNAVAILABLE},
-        tags=["records"])
+        parameters=[IDEMPOTENCY_KEY], tags=["records"])
+    @idempotent
     def post(self, request, record_id):
         embedded = record_c2pa_embed(org=request.org, record_id=record_id, data=uploaded_bytes(request, "content"))
         return HttpResponse(embedded.data, content_type=embedded.mime_type)

@@ -1,8 +1,11 @@
 import base64
+from datetime import UTC, datetime, time
 
+from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.paging import PageQuery
 from media_codecs import FAMILIES
 from provenance import crypto
 from provenance.hashing import is_content_hash
@@ -97,3 +100,51 @@ class SignInput(serializers.Serializer):
     model = _signed_text(200)
     generator_id = serializers.CharField(max_length=64)
     format = serializers.ChoiceField(choices=FAMILIES, required=False)
+
+
+@extend_schema_field({"type": "string", "format": "date-time",
+                      "description": "ISO 8601: a date (midnight UTC) or a date and time (UTC without an offset)"})
+class InstantField(serializers.Field):
+    """An ISO 8601 date or date-time as an aware UTC datetime; a date means its midnight UTC."""
+
+    def to_internal_value(self, data) -> datetime:
+        text = data if isinstance(data, str) and len(data) <= 64 else ""
+        try:
+            moment = parse_datetime(text)
+            day = None if moment else parse_date(text)
+        except ValueError:  # well-formed but impossible (month 13)
+            moment = day = None
+        if moment is None and day is None:
+            raise serializers.ValidationError("Expected an ISO 8601 date or date-time, e.g. 2026-01-31T12:00:00Z.")
+        if moment is None:
+            return datetime.combine(day, time(), tzinfo=UTC)
+        try:  # in UTC, as stored; an offset can push year 1 or 9999 out of range
+            return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+        except OverflowError:
+            raise serializers.ValidationError("The instant is out of range.") from None
+
+
+class RecordListQuery(PageQuery):
+    """GET /v1/records: the page, and filters that all apply together."""
+
+    generator_id = serializers.UUIDField(required=False)
+    model = serializers.CharField(max_length=200, required=False, trim_whitespace=False)
+    format = serializers.ChoiceField(choices=FAMILIES, required=False)
+
+    def get_fields(self) -> dict:
+        # `from` is a Python keyword, so the two bounds are added here rather than as class attributes.
+        return {**super().get_fields(),
+                "from": InstantField(required=False, help_text="Records signed at or after this instant."),
+                "to": InstantField(required=False, help_text="Records signed before this instant.")}
+
+    def validate(self, attrs: dict) -> dict:
+        if "from" in attrs and "to" in attrs and attrs["from"] >= attrs["to"]:  # as the audit list's filters
+            raise serializers.ValidationError({"to": ["Must be later than `from`."]})
+        return attrs
+
+
+class RecordPageOutput(serializers.Serializer):
+    records = RecordOutput(many=True)
+    total = serializers.IntegerField()
+    page = serializers.IntegerField()
+    limit = serializers.IntegerField()

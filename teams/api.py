@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from accounts.models import ApiKey, Role
 from accounts.scoping import HasRole, OrgScopedViewSet, SessionRequired
 from accounts.serializers import RevokedOutput
+from config.paging import PageQuery, optional_page, page_counts
 from config.throttles import AuthIpThrottle
 from config.validation import validated
 from teams import selectors, services
@@ -82,14 +83,15 @@ class InviteViewSet(TeamViewSet):
 class MemberApiKeyViewSet(TeamViewSet):
     """Personal API keys: users manage their own, owners and admins anyone's (decided in the service)."""
 
-    queryset = ApiKey.objects.active().order_by("-created_at")
+    queryset = ApiKey.objects.active().order_by("-created_at", "-id")
 
     def get_queryset(self):
         return super().get_queryset().personal_of(self.request.user)
 
-    @extend_schema(responses={200: s.PersonalKeyListOutput}, tags=["team"])
+    @extend_schema(parameters=[PageQuery], responses={200: s.PersonalKeyListOutput}, tags=["team"])
     def list(self, request):
-        return Response(s.PersonalKeyListOutput({"keys": self.get_queryset()}).data)
+        listed = optional_page(self.get_queryset(), request.query_params)
+        return Response(s.PersonalKeyListOutput({"keys": listed.items, **page_counts(listed)}).data)
 
     @extend_schema(request=None, responses={201: s.PersonalKeyCreatedOutput, 404: NOT_FOUND}, tags=["team"])
     def create(self, request, user_id=None):

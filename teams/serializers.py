@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from accounts.models import Role
 from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
+from config.paging import ListPageFields
 
 INVITABLE_ROLES = [Role.USER.value, Role.ADMIN.value]  # spec: an invite's role is `user` or `admin`
 
@@ -108,5 +109,5 @@ class PersonalKeyOutput(serializers.Serializer):
 
 
 @extend_schema_serializer(many=False)
-class PersonalKeyListOutput(serializers.Serializer):
+class PersonalKeyListOutput(ListPageFields):
     keys = PersonalKeyOutput(many=True)

@@ -28,3 +28,25 @@ def fire_concurrently(calls: list[tuple[str, str, dict | None, str | None]]) -> 
     for thread in threads:
         thread.join(timeout=60)
     return statuses
+
+
+def responses_concurrently(count: int, send) -> list:
+    """Call `send(client)` from `count` threads at the same moment, each with its own APIClient and database
+    connection; the responses in thread order."""
+    barrier = threading.Barrier(count)
+    responses: list = [None] * count
+
+    def run(index: int) -> None:
+        client = APIClient()
+        barrier.wait()
+        try:
+            responses[index] = send(client)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return responses

@@ -6,6 +6,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.cors import PublicCors
 from config.errors import ValidationFailed
 from config.throttles import VerifyIpThrottle
 from config.validation import validated_query
@@ -17,7 +18,7 @@ NOT_YET = OpenApiResponse(description="`not_found`: beyond the tree, or no check
 IMMUTABLE = "public, max-age=31536000, immutable"  # a tile's or bundle's bytes never change at a given path
 
 
-class PublicLogView(APIView):
+class PublicLogView(PublicCors, APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
     throttle_classes = [VerifyIpThrottle]

@@ -6,6 +6,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.cors import PublicCors
 from config.errors import ValidationFailed
 from config.parsers import LimitedJSONParser, LimitedRawParser
 from config.throttles import VerifyIpThrottle
@@ -19,7 +20,7 @@ VERIFY_UPLOAD_LIMIT = 50 * 1024 * 1024
 BATCH_BODY_LIMIT = 36 * 1024 * 1024  # base64 of the batch budget (25 MB, verification/services.py) and JSON
 
 
-class PublicVerificationView(APIView):
+class PublicVerificationView(PublicCors, APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
     throttle_classes = [VerifyIpThrottle]

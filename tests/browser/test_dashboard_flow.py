@@ -253,7 +253,7 @@ def _open_every_other_page(page, visitor) -> None:
         _nav(page, name)
         look(page, f"page-{shot}")
     page.goto("/dashboard/audit")
-    assert "team.role_changed" in page.inner_text("table")
+    assert "changed the role of" in page.inner_text("table")
     page.goto("/dashboard/api-keys")
     _follow(page, page.get_by_role("link", name=re.compile("^Revoke")).first)
     look(page, "page-api-key-revoke")

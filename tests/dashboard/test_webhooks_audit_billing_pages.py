@@ -128,12 +128,12 @@ def test_another_organizations_endpoints_and_deliveries_are_not_found(growth_own
 
 def test_the_audit_log_is_paged_newest_first_and_scoped(owner_page, org, other_org):
     for n in range(60):
-        audit_write(org=org, type="verify", metadata={"n": n})
-    audit_write(org=other_org, type="verify", metadata={"secret_marker": 1})
+        audit_write(org=org, type="sign", metadata={"model": f"model-{n}"})
+    audit_write(org=other_org, type="sign", metadata={"model": "secret_marker"})
     first = owner_page.get("/dashboard/audit").content.decode()
-    assert "n=59" in first and "n=10" in first and "n=9 " not in first and "?page=2" in first
+    assert "“model-59”" in first and "“model-10”" in first and "“model-9”" not in first and "?page=2" in first
     second = owner_page.get("/dashboard/audit?page=2").content.decode()
-    assert "n=9 " in second and "n=0 " in second and "?page=3" not in second
+    assert "“model-9”" in second and "“model-0”" in second and "?page=3" not in second
     assert "secret_marker" not in first + second
 
 

@@ -31,7 +31,7 @@ def test_a_user_creates_a_personal_key_shown_once_and_stored_as_a_digest(member_
     assert stored.digest == digest(body["key"]) and body["key"] not in str(list(ApiKey.objects.values()))
     listed = member_client.get(MINE).json()
     assert listed == {"keys": [{"key_id": body["key_id"], "preview": body["key"][:12] + "...",
-                                "created_at": body["created_at"]}]}
+                                "created_at": body["created_at"]}], "total": 1, "page": 1, "limit": None}
 
 
 def test_a_personal_key_acts_for_its_organization_on_key_routes(member_client, member, org, api_client):
