@@ -55,6 +55,9 @@ class RecordCreateInput(serializers.Serializer):
     signature = Base64SignatureField()
     signed_payload = serializers.DictField(child=serializers.JSONField())
     phash = serializers.RegexField(PHASH_PATTERN, required=False, allow_null=True, trim_whitespace=False)
+    # What the content is (outside the signed payload, like `phash`): checked against the generator's
+    # supported formats, shown as the record's `format`, and it tells a video's pHash from a picture's.
+    format = serializers.ChoiceField(choices=FAMILIES, required=False, allow_null=True)
 
 
 class RecordBatchInput(serializers.Serializer):

@@ -12,7 +12,14 @@ from accounts.models import Organization
 from audit.services import audit_write_many
 from billing.gates import require_feature
 from billing.services import usage_consume, usage_refused
-from config.errors import ApiError, GeneratorServerManaged, SignatureInvalid, SignatureLimitReached, ValidationFailed
+from config.errors import (
+    ApiError,
+    FormatNotSupported,
+    GeneratorServerManaged,
+    SignatureInvalid,
+    SignatureLimitReached,
+    ValidationFailed,
+)
 from config.hot_sql import RowInserter
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
@@ -82,6 +89,7 @@ class Submission:
     signature: bytes
     signed_payload: dict
     phash: str | None = None
+    format: str | None = None  # the content's family, when the client says it
 
 
 def record_keep_mark_in_file(*, record: Record, found: bool) -> None:
@@ -142,13 +150,24 @@ def _unverified_draft(org: Organization, submission: Submission,
     expected = {field: getattr(submission, field) for field in SIGNED_FIELDS}
     if submission.signed_payload != expected:
         raise ValidationFailed(details={"signed_payload": [f"Must equal {{{', '.join(SIGNED_FIELDS)}}} sent."]})
-    # A client's `phash` is the image pHash (imagehash.phash, 64 bits) whatever the generator signs:
-    # the API carries no other kind, so it is only ever compared with image pHashes.
-    kind = FingerprintKind.IMAGE_PHASH if submission.phash else None
+    if submission.format and submission.format not in key.generator.supported_formats:
+        raise FormatNotSupported(f"This generator does not sign {submission.format} content.")
     draft = RecordDraft(key=key, content_hash=submission.content_hash, model=submission.model,
                         watermark_id=submission.watermark_id, signature=submission.signature, phash=submission.phash,
-                        fingerprint_kind=kind)
+                        fingerprint_kind=_client_fingerprint_kind(submission), format=submission.format)
     return draft, signed_payload_bytes(**expected)
+
+
+def _client_fingerprint_kind(submission: Submission) -> str | None:
+    """What a client's `phash` is: a video's first-frame pHash when the record says `video`, else the image
+    pHash (imagehash.phash, 64 bits), as before `format` existed. Audio and text have no pHash.
+
+    Raises ValidationFailed for a `phash` on audio or text."""
+    if not submission.phash:
+        return None
+    if submission.format in ("audio", "text"):
+        raise ValidationFailed(details={"phash": [f"{submission.format.capitalize()} content has no pHash."]})
+    return FingerprintKind.VIDEO_PHASH if submission.format == "video" else FingerprintKind.IMAGE_PHASH
 
 
 def _signature_holds(draft: RecordDraft, message: bytes) -> bool:

@@ -22,7 +22,15 @@ from svc_client.errors import (
 )
 from svc_client.keys import PinnedKeys, SigningKey
 from svc_client.offline import OfflineResult, verify_offline
-from svc_client.signing import EmbeddingError, RecordDraft, content_hash, content_phash, embed_token, record_sign
+from svc_client.signing import (
+    EmbeddingError,
+    RecordDraft,
+    content_family,
+    content_hash,
+    content_phash,
+    embed_token,
+    record_sign,
+)
 
 if TYPE_CHECKING:
     from svc_client.client import Client, RecordCreated, SignedFile
@@ -47,5 +55,5 @@ __all__ = [
     "AuthenticationError", "Client", "ClientError", "EmbeddingError", "NotFound", "OfflineResult", "PayloadTooLarge",
     "PermissionDenied", "PinnedKeys", "QuotaError", "RateLimited", "RecordCreated", "RecordDraft", "RetryPolicy",
     "ServerError", "ServiceError", "ServiceUnavailable", "SignedFile", "SigningKey", "ValidationError",
-    "content_hash", "content_phash", "embed_token", "record_sign", "verify_offline",
+    "content_family", "content_hash", "content_phash", "embed_token", "record_sign", "verify_offline",
 ]

@@ -26,6 +26,7 @@ from svc_client.signing import (
     NO_WATERMARK,
     EmbeddingError,
     RecordDraft,
+    content_family,
     content_phash,
     embed_token,
     record_sign,
@@ -182,7 +183,7 @@ def _sign_client_managed(args: argparse.Namespace, out: Output, client: Client, 
         data = _read(path)
         try:
             drafts.append(record_sign(key=key, generator_id=args.generator, model=args.model, data=data,
-                                      watermark_id=args.watermark_id,
+                                      watermark_id=args.watermark_id, format=content_family(data),
                                       phash=_phash(path, data) if args.phash else None))
         except CodecError as error:  # over the service's limits
             raise UsageError(f"cannot sign {path}: {error}") from None

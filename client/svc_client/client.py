@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
+
+import requests
 
 from svc_client import multipart
 from svc_client.errors import ServiceError, ServiceUnavailable
@@ -16,6 +19,11 @@ from svc_client.signing import RecordDraft
 from svc_client.transport import Progress, Response, RetryPolicy, Transport
 
 BATCH_MAX = 50  # spec: POST /v1/records/batch takes up to 50 items
+
+
+def new_idempotency_key() -> str:
+    """A fresh `Idempotency-Key` for one signing call, kept across its retries."""
+    return str(uuid.uuid4())
 
 
 class Verification(TypedDict, total=False):
@@ -72,8 +80,8 @@ class Client:
     """
 
     def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 60.0,
-                 retry: RetryPolicy | None = None):
-        self.transport = Transport(base_url, api_key, timeout=timeout, retry=retry)
+                 retry: RetryPolicy | None = None, session: requests.Session | None = None):
+        self.transport = Transport(base_url, api_key, timeout=timeout, retry=retry, session=session)
 
     # --- generators and keys ---------------------------------------------------------------------------
 
@@ -107,8 +115,9 @@ class Client:
     # --- signing ---------------------------------------------------------------------------------------
 
     def record_submit(self, draft: RecordDraft) -> RecordCreated:
-        """POST /v1/records with a locally signed record (never retried but on 429: it counts a signature)."""
-        body = self._json("POST", "/v1/records", idempotent=False, json=draft.body(), authenticated=True)
+        """POST /v1/records with a locally signed record (retried under one Idempotency-Key: stored once)."""
+        body = self._json("POST", "/v1/records", idempotent=False, json=draft.body(), authenticated=True,
+                          idempotency_key=new_idempotency_key())
         return RecordCreated(token=body["token"], record_id=body["record_id"])
 
     def records_submit(self, drafts: Sequence[RecordDraft],
@@ -123,7 +132,7 @@ class Client:
             items = [draft.body() for draft in drafts[start:start + BATCH_MAX]]
             try:
                 body = self._json("POST", "/v1/records/batch", idempotent=False, json={"records": items},
-                                  authenticated=True)
+                                  authenticated=True, idempotency_key=new_idempotency_key())
             except ServiceError as error:
                 error.stored = created
                 raise
@@ -138,7 +147,8 @@ class Client:
         fields = {"generator_id": generator_id, "model": model, **({"format": family} if family else {})}
         body, content_type = multipart.encode(fields, {"content": (filename, data)})
         response = self.transport.request("POST", "/v1/sign", idempotent=False, body=body,
-                                          content_type=content_type, progress=progress, authenticated=True)
+                                          content_type=content_type, progress=progress, authenticated=True,
+                                          idempotency_key=new_idempotency_key())
         headers = {key.lower(): value for key, value in response.headers.items()}
         if not {"x-service-token", "x-service-record-id", "x-service-format"} <= headers.keys():
             raise ServiceUnavailable("the answer carries no X-Service-Token: is the URL the service's?")

@@ -65,6 +65,18 @@ def content_phash(data: bytes | Media) -> str | None:
     return media.codec.fingerprint(media)
 
 
+def content_family(data: bytes | Media) -> str | None:
+    """The family the service's codecs detect (`image`, `audio`, `text`, `video`); None for content no codec
+    reads (signed as opaque bytes). Sent as the record's `format`: the service checks it against the
+    generator's formats and, for a video, reads the pHash as a video's."""
+    if isinstance(data, Media):
+        return data.codec.family
+    try:
+        return open_media(data).codec.family
+    except CodecError:
+        return None
+
+
 def token_carrier(data: bytes) -> Media | None:
     """The file parsed, when its format has a place for a token (`embed_token` can put it there); None for
     a format without one (plain text) or content no codec reads (it is signed as opaque bytes).
@@ -111,6 +123,7 @@ class RecordDraft:
     watermark_id: str
     signature: bytes
     phash: str | None = None
+    format: str | None = None  # the content's family; outside the signed payload, like `phash`
 
     @property
     def signed_payload(self) -> dict[str, str]:
@@ -122,12 +135,14 @@ class RecordDraft:
                                 "signed_payload": self.signed_payload}
         if self.phash is not None:
             body["phash"] = self.phash
+        if self.format is not None:
+            body["format"] = self.format
         return body
 
 
 def record_sign(*, key: SigningKey, generator_id: str, model: str, data: bytes | None = None,
                 content_hash_value: str | None = None, watermark_id: str = NO_WATERMARK,
-                phash: str | None = None) -> RecordDraft:
+                phash: str | None = None, format: str | None = None) -> RecordDraft:
     """Hash `data` (or take its precomputed `content_hash_value`) and sign the payload with `key`.
 
     Raises TypeError unless exactly one of `data` and `content_hash_value` is given.
@@ -138,4 +153,4 @@ def record_sign(*, key: SigningKey, generator_id: str, model: str, data: bytes |
     message = signed_payload_bytes(content_hash=digest, generator_id=generator_id, model=model,
                                    watermark_id=watermark_id)
     return RecordDraft(content_hash=digest, generator_id=generator_id, model=model, watermark_id=watermark_id,
-                       signature=key.sign(message), phash=phash)
+                       signature=key.sign(message), phash=phash, format=format)

@@ -3,8 +3,9 @@
 Retry policy (docs/decisions.md, "Client package"):
 - 429 is retried for every call, after the Retry-After the service sends: its rate limiter refuses a request
   before any of it runs, so repeating even a signing call cannot sign twice.
-- 5xx, timeouts and broken connections are retried only for idempotent calls (reads, verification): a
-  signing call that failed that way may have been stored, and repeating it would sign and count twice.
+- 5xx, timeouts and broken connections are retried for idempotent calls: reads, verification, and the
+  signing calls, which carry an `Idempotency-Key` (one per call, the same on each of its tries): the service
+  answers a repeat of a call it already did with the first answer, signing and counting nothing again.
 - Waits grow exponentially (0.5 s, 1 s, 2 s...) with jitter, capped; a Retry-After longer than
   `max_retry_after` is not waited out but raised at once as RateLimited with `retry_after` set.
 """
@@ -85,9 +86,14 @@ class Transport:
 
     def request(self, method: str, path: str, *, idempotent: bool, json: Any = None, body: bytes | None = None,
                 content_type: str | None = None, progress: Progress | None = None,
-                authenticated: bool = False) -> Response:
-        """Send one call, retrying as the policy says; return a 2xx response or raise a ClientError."""
+                authenticated: bool = False, idempotency_key: str | None = None) -> Response:
+        """Send one call, retrying as the policy says; return a 2xx response or raise a ClientError.
+
+        With `idempotency_key` the call is sent with that `Idempotency-Key` and retried as an idempotent one."""
         headers = {"User-Agent": USER_AGENT}
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+            idempotent = True
         if authenticated and self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         if json is not None:

@@ -5,9 +5,10 @@ import base64
 import dataclasses
 
 import pytest
+import requests
 
 from provenance.models import Record
-from svc_client import PinnedKeys, SigningKey, record_sign, verify_offline
+from svc_client import Client, PinnedKeys, RetryPolicy, SigningKey, record_sign, verify_offline
 from svc_client.offline import record_id_of_token
 from svc_client.signing import image_phash
 from tests.media import decode, encode, strip_metadata
@@ -149,3 +150,35 @@ def test_the_library_embeds_a_token_as_the_readme_shows(service, client_generato
         embed_token(samples["txt"], created.token, content_hash(samples["txt"]))
     with pytest.raises(EmbeddingError, match="the record signed"):
         embed_token(samples["png"], created.token, draft.content_hash)  # another file than the one signed
+
+
+class AnswerLostOnce(requests.Session):
+    """A network that loses the first answer to a signing call after the service has sent it."""
+
+    def __init__(self):
+        super().__init__()
+        self.keys: list[str | None] = []
+
+    def request(self, method, url, **options):
+        response = super().request(method, url, **options)
+        if method == "POST":
+            self.keys.append(options["headers"].get("Idempotency-Key"))
+            if len(self.keys) == 1:
+                raise requests.ConnectionError("the connection broke before the answer arrived")
+        return response
+
+
+@pytest.mark.parametrize("mode", ["server", "client"])
+def test_a_signing_call_whose_answer_is_lost_is_retried_and_signed_once(service, client_generator, samples, mode):
+    network = AnswerLostOnce()
+    client = Client(service.transport.base_url, service.transport.api_key, session=network,
+                    retry=RetryPolicy(sleep=lambda seconds: None))
+    if mode == "server":
+        hosted = service.generator_register(name="hosted")["generator_id"]
+        created = client.sign(samples["png"], generator_id=hosted, model="m-1")
+    else:
+        generator_id, key = client_generator
+        created = client.record_submit(record_sign(key=key, generator_id=generator_id, model="m-1",
+                                                   data=samples["png"]))
+    assert Record.objects.count() == 1 and str(Record.objects.get().pk) == created.record_id
+    assert len(network.keys) == 2 and network.keys[0] == network.keys[1] is not None

@@ -18,6 +18,7 @@ from svc_client.signing import content_phash
 from svc_client.summary import verdict_text
 from tests.factories import make_api_key, make_org, make_user
 from tests.media import photo_bytes
+from tests.video import remux
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -179,6 +180,21 @@ def test_the_phash_is_on_by_default_for_images_and_video_and_is_the_services_own
     code, results, _ = signer("photo.webp", "clip.mp4", "--no-phash", "--force")
     assert code == 0
     assert [service.record_get(r["record_id"])["phash"] for r in results] == [None, None]
+
+
+def test_a_client_signed_video_remuxed_to_another_container_is_found_by_its_phash(svc, signer, samples,
+                                                                                  service, tmp_path):
+    (tmp_path / "clip.mp4").write_bytes(samples["mp4"])
+    code, results, _ = signer("clip.mp4")
+    assert code == 0
+    assert service.record_get(results[0]["record_id"])["format"] == "video"
+    (tmp_path / "copy.mkv").write_bytes(remux(samples["mp4"], "mp4", "mkv"))  # other bytes, no token
+
+    code, out, _ = svc("--json", "verify", "copy.mkv", key=False)
+    verdict = json.loads(out)
+    assert (verdict["record_id"], verdict["token_source"], verdict["reason"]) == (
+        results[0]["record_id"], "phash", "content_tampered")
+    assert code == 1
 
 
 def test_a_changed_copy_of_a_client_signed_image_is_found_by_its_phash(svc, signer, tmp_path):

@@ -1,4 +1,5 @@
-"""Retries against a stub HTTP server: 429 with Retry-After for every call, 5xx for idempotent calls only."""
+"""Retries against a stub HTTP server: 429 with Retry-After for every call, 5xx for idempotent calls and for
+signing calls under one Idempotency-Key (the live service's replay: tests/client/test_live.py)."""
 
 import json
 import threading
@@ -25,7 +26,7 @@ class Stub:
         class Handler(BaseHTTPRequestHandler):
             def _answer(self):
                 length = int(self.headers.get("Content-Length") or 0)
-                stub.requests.append((self.command, self.path, self.rfile.read(length)))
+                stub.requests.append((self.command, self.path, self.rfile.read(length), dict(self.headers)))
                 status, headers, body = stub.script.pop(0)
                 self.send_response(status)
                 for name, value in {"Content-Type": "application/json", **headers}.items():
@@ -67,12 +68,23 @@ def test_a_read_waits_out_retry_after_then_backs_off_on_503_and_succeeds():
     assert len(stub.requests) == 3
 
 
-def test_a_signing_call_is_retried_after_429_but_never_after_a_5xx():
+def test_a_signing_call_is_retried_after_429_and_5xx_under_one_idempotency_key():
     waits = []
-    with Stub([LIMITED, UNAVAILABLE]) as stub, pytest.raises(ServerError) as caught:
-        client_for(stub, waits).record_submit(DRAFT)
-    assert waits == [2.0]
-    assert [r[1] for r in stub.requests] == ["/v1/records", "/v1/records"]
+    created = (201, {}, {"token": "svc_t", "record_id": "r"})
+    with Stub([LIMITED, UNAVAILABLE, created, created]) as stub:
+        client = client_for(stub, waits)
+        assert client.record_submit(DRAFT).record_id == "r"
+        client.record_submit(DRAFT)
+    assert waits == [2.0, 1.0]
+    assert [r[1] for r in stub.requests] == ["/v1/records"] * 4
+    keys = [r[3]["Idempotency-Key"] for r in stub.requests]
+    assert keys[0] == keys[1] == keys[2] != keys[3]  # one key across a call's tries, a new one per call
+
+
+def test_a_signing_call_that_keeps_failing_raises_the_last_error():
+    with Stub([UNAVAILABLE] * 4) as stub, pytest.raises(ServerError) as caught:
+        client_for(stub, []).record_submit(DRAFT)
+    assert len(stub.requests) == 4
     assert caught.value.code == "internal_error" and caught.value.status == 503
 
 

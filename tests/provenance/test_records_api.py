@@ -58,6 +58,34 @@ def test_a_client_phash_is_stored_as_an_image_phash_and_shown_unchanged(key_clie
     assert api_client.get(f"{URL}/{created['record_id']}").json()["phash"] == "8f0f0f0f0f0f0f0f"
 
 
+def test_a_video_records_phash_is_a_video_phash_and_its_format_is_shown(key_client, org, body, api_client):
+    created = key_client(org).post(URL, {**body, "format": "video"}, format="json").json()
+    record = Record.objects.get(pk=created["record_id"])
+    assert (record.fingerprint_kind, record.format) == ("video-phash", "video")
+    assert api_client.get(f"{URL}/{created['record_id']}").json()["format"] == "video"
+
+
+def test_a_format_the_generator_does_not_sign_is_400_format_not_supported(key_client, org, body, client_gen):
+    generator, _ = client_gen
+    generator.supported_formats = ["image"]
+    generator.save(update_fields=["supported_formats"])
+    response = key_client(org).post(URL, {**body, "format": "audio"}, format="json")
+    assert response.status_code == 400 and response.json()["error"] == "format_not_supported"
+    assert not Record.objects.exists()
+
+
+@pytest.mark.parametrize("family", ["audio", "text"])
+def test_a_phash_on_audio_or_text_is_400(key_client, org, body, family):
+    response = key_client(org).post(URL, {**body, "format": family}, format="json")
+    assert response.status_code == 400 and response.json()["error"] == "validation_error"
+    assert set(response.json()["details"]) == {"phash"}
+
+
+def test_an_unknown_format_is_400(key_client, org, body):
+    response = key_client(org).post(URL, {**body, "format": "hologram"}, format="json")
+    assert response.status_code == 400 and set(response.json()["details"]) == {"format"}
+
+
 def test_a_record_without_phash_has_no_fingerprint_kind(key_client, org, body):
     del body["phash"]
     created = key_client(org).post(URL, body, format="json").json()
