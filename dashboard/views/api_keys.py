@@ -7,6 +7,7 @@ reloading that page, or going Back to it, makes no second key and shows the valu
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts import selectors, services
@@ -53,12 +54,14 @@ def key_created_redirect(request, created: services.CreatedApiKey):
 
 
 @require_safe
+@never_cache  # nothing keeps the value: no disk cache, no back-forward cache
 @member_page
 def api_key_created(request, key_id):
     """The new key's value, the first time this page opens after the POST; afterwards, that it was shown."""
     key = selectors.api_key_made_by(org=request.org, user=request.user, key_id=key_id)
-    return render(request, "dashboard/key_created.html", {
-        "key": key, "value": secret_take(request, object_id=key.pk), "holder": key.user})
+    # A HEAD shows nothing, so it must not use up the one showing.
+    value = secret_take(request, object_id=key.pk) if request.method == "GET" else None
+    return render(request, "dashboard/key_created.html", {"key": key, "value": value, "holder": key.user})
 
 
 @require_http_methods(["GET", "POST"])

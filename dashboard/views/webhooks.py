@@ -6,6 +6,7 @@ Every page checks the plan and the owner's verified email first, like every /v1/
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
 from billing.gates import require_feature
@@ -39,13 +40,14 @@ def webhooks_page(request):
 
 
 @require_safe
+@never_cache  # nothing keeps the secret: no disk cache, no back-forward cache
 @member_page
 def webhook_created(request, webhook_id):
     """The new endpoint's signing secret, the first time this page opens after the POST; then, that it was."""
     require_feature(request.org, "webhooks")
     endpoint = selectors.webhook_get(org=request.org, webhook_id=webhook_id)
-    return render(request, "dashboard/webhook_created.html", {
-        "endpoint": endpoint, "secret": secret_take(request, object_id=endpoint.pk)})
+    secret = secret_take(request, object_id=endpoint.pk) if request.method == "GET" else None  # not on HEAD
+    return render(request, "dashboard/webhook_created.html", {"endpoint": endpoint, "secret": secret})
 
 
 @require_safe

@@ -54,6 +54,13 @@ def test_the_new_key_waits_in_the_session_sealed_never_in_plain_text(owner_page)
     assert ApiKey.objects.get(name="ci").pk.hex not in after.replace("-", "")  # gone once shown
 
 
+def test_the_created_key_page_is_never_cached_and_a_head_does_not_use_up_the_showing(owner_page):
+    created_page = owner_page.post("/dashboard/api-keys/new", {"name": "ci"})["Location"]
+    assert owner_page.head(created_page).status_code == 200
+    shown = owner_page.get(created_page)
+    assert "no-store" in shown["Cache-Control"] and _key_in(shown.content.decode()).startswith("svc_key_")
+
+
 def test_another_member_opening_the_created_key_page_sees_no_key(owner_page, admin_user, page_client, org):
     created_page = owner_page.post("/dashboard/api-keys/new", {"name": "ci"})["Location"]
     assert page_client(admin_user).get(created_page).status_code == 404  # admins manage keys, but not this page
