@@ -6,6 +6,7 @@ from accounts import blocklist
 from accounts.credentials import api_key_lookup_id, digests_match
 from accounts.jwt_sessions import InvalidSessionToken, SessionClaims, session_token_decode
 from accounts.models import ApiKey, Organization, User
+from config.errors import NotFound
 from config.hot_sql import ChildWithParents
 
 # Every authenticated request runs one of these: SQL built once (config.hot_sql.py).
@@ -60,3 +61,12 @@ def organization_api_keys(*, org: Organization) -> list[ApiKey]:
 def personal_api_keys(*, org: Organization, user: User) -> list[ApiKey]:
     """`user`'s active personal keys in `org`, newest first."""
     return list(ApiKey.objects.for_org(org).active().personal_of(user).order_by("-created_at"))
+
+
+def api_key_made_by(*, org: Organization, user: User, key_id: uuid.UUID) -> ApiKey:
+    """A key of `org` (organization or personal, in any state) that `user` created: the dashboard's page
+    that shows a new key once. Raises NotFound (another organization's key, or someone else's)."""
+    key = ApiKey.objects.for_org(org).filter(pk=key_id, created_by=user).select_related("user").first()
+    if key is None:
+        raise NotFound("No such key.")
+    return key

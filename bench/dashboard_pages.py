@@ -123,6 +123,22 @@ def seed(records: int, events: int):
                                    invite=invite, invite_token=invite_token)
 
 
+def _owner_made_rows(owner, generator) -> dict[str, dict]:
+    """A key the owner made, a file the owner signed on the dashboard, and the owner's plan request."""
+    from accounts.services import api_key_create
+    from billing.services import plan_request_create
+    from dashboard.services import SignRequest, signed_file_create
+    from tests.media import photo_bytes
+
+    key = api_key_create(org=owner.org, created_by=owner, name="made-by-owner").api_key
+    signed = signed_file_create(org=owner.org, user=owner, request=SignRequest(
+        generator_id=str(generator.pk), model="bench-model", data=photo_bytes("astronaut", "png"),
+        declared_family=None, upload_name="astronaut.png"))
+    wanted = plan_request_create(org=owner.org, actor=owner, plan="enterprise", billing_interval="annual")
+    return {"api-key-created": {"key_id": key.pk}, "signed": {"file_id": signed.pk},
+            "signed-download": {"file_id": signed.pk}, "plan-request-cancel": {"request_id": wanted.pk}}
+
+
 def sample_arguments(*, owner, member, generator, endpoint, invite, invite_token: str) -> dict[str, dict]:
     """Arguments of seeded rows for each `dashboard:` route that takes some."""
     from accounts.selectors import organization_api_keys, personal_api_keys
@@ -142,6 +158,8 @@ def sample_arguments(*, owner, member, generator, endpoint, invite, invite_token
         "webhook": {"webhook_id": endpoint.pk}, "webhook-edit": {"webhook_id": endpoint.pk},
         "webhook-status": {"webhook_id": endpoint.pk}, "webhook-delete": {"webhook_id": endpoint.pk},
         "webhook-retry": {"webhook_id": endpoint.pk, "delivery_id": delivery.pk},
+        "webhook-created": {"webhook_id": endpoint.pk},
+        **_owner_made_rows(owner, generator),
     }
 
 

@@ -8,7 +8,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Organization
-from billing.models import UsageCounter
+from billing.models import PlanRequest, UsageCounter
 from billing.periods import period_bounds, period_start
 from billing.plans import get_plan
 
@@ -57,3 +57,8 @@ def organizations_with_usage(organizations: QuerySet) -> QuerySet:
     counter = UsageCounter.objects.filter(org=OuterRef("pk"), period_start=period_start(timezone.now()))
     return organizations.annotate(
         signatures_this_period=Coalesce(Subquery(counter.values("signatures_used")[:1]), Value(0)))
+
+
+def pending_plan_request(org: Organization) -> PlanRequest | None:
+    """The organization's pending plan request, if it has one."""
+    return PlanRequest.objects.for_org(org).filter(status=PlanRequest.Status.PENDING).first()

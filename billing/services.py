@@ -6,14 +6,15 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from accounts.models import Organization
+from accounts.emails import templated_email_send
+from accounts.models import Organization, Role, User
 from audit.models import AuditEvent
 from audit.services import audit_write
-from billing.models import UsageCounter
+from billing.models import PlanRequest, UsageCounter
 from billing.periods import period_start
 from billing.plans import BILLING_INTERVALS, PLANS, get_plan, upgrade_url
 from billing.selectors import signatures_used_this_month
-from config.errors import SignatureLimitReached
+from config.errors import Forbidden, NotFound, SignatureLimitReached, ValidationFailed
 from webhooks.events import event_emit
 
 QUOTA_WARNING_FRACTION = 0.8  # spec: quota.warning when usage crosses 80% of the plan limit
@@ -150,3 +151,71 @@ def _claim_limit_announcement(org: Organization, period) -> bool:
 def _quota_data(org: Organization, included: int, used: int, period) -> dict:
     return {"plan": org.plan, "signatures_used": used, "signatures_included": included,
             "period_start": period.isoformat()}
+
+
+def plan_request_create(*, org: Organization, actor: User, plan: str, billing_interval: str) -> PlanRequest:
+    """Record the owner's request to move to `plan` billed `billing_interval` (replacing a pending one),
+    and email the staff at BILLING_CONTACT_EMAIL once it is committed.
+
+    Raises Forbidden (the actor is not the owner), ValidationFailed (an unknown plan or interval, or
+    the plan and interval the organization has now).
+    """
+    if plan not in PLANS or billing_interval not in BILLING_INTERVALS:
+        raise ValidationFailed(details={"plan": ["Choose a plan and an interval from the table."]})
+    with transaction.atomic():
+        current = Organization.objects.select_for_update().get(pk=org.pk)  # one pending request at a time
+        _require_owner(current, actor)
+        if (plan, billing_interval) == (current.plan, current.billing_interval):
+            raise ValidationFailed(details={"plan": [f"You are on {plan}, billed {billing_interval}, already."]})
+        PlanRequest.objects.for_org(org).filter(status=PlanRequest.Status.PENDING).update(
+            status=PlanRequest.Status.CANCELLED, decided_at=timezone.now(), decided_by=actor.email)
+        wanted = PlanRequest.objects.create(org=current, requested_by=actor, requested_by_email=actor.email,
+                                            plan=plan, billing_interval=billing_interval)
+        transaction.on_commit(lambda: _staff_email_send(wanted, current))
+    return wanted
+
+
+def plan_request_cancel(*, org: Organization, actor: User, request_id) -> PlanRequest:
+    """Withdraw the organization's pending request. Raises Forbidden (not the owner), NotFound (unknown,
+    another organization's, or no longer pending)."""
+    with transaction.atomic():
+        _require_owner(Organization.objects.select_for_update().get(pk=org.pk), actor)
+        wanted = _pending_request_locked(PlanRequest.objects.for_org(org), request_id)
+        wanted.status, wanted.decided_at, wanted.decided_by = (
+            PlanRequest.Status.CANCELLED, timezone.now(), actor.email)
+        wanted.save(update_fields=["status", "decided_at", "decided_by"])
+    return wanted
+
+
+def plan_request_apply(*, request_id, staff_email: str) -> PlanRequest:
+    """Staff apply a pending request: the plan changes through `plan_change` (audit `billing.plan_changed`
+    with the staff email as actor). Raises NotFound when the request is no longer pending."""
+    with transaction.atomic():
+        wanted = _pending_request_locked(PlanRequest.objects.select_related("org"), request_id)
+        plan_change(org=wanted.org, plan=wanted.plan, billing_interval=wanted.billing_interval, actor=staff_email)
+        wanted.status, wanted.decided_at, wanted.decided_by = (
+            PlanRequest.Status.APPLIED, timezone.now(), staff_email)
+        wanted.save(update_fields=["status", "decided_at", "decided_by"])
+    return wanted
+
+
+def _require_owner(org: Organization, actor: User) -> None:
+    # The role as stored now: an owner demoted in another tab asks no more.
+    role = User.objects.for_org(org).filter(pk=actor.pk).values_list("role", flat=True).first()
+    if role != Role.OWNER:
+        raise Forbidden("Only the organization's owner changes its plan.")
+
+
+def _pending_request_locked(requests, request_id) -> PlanRequest:
+    wanted = requests.select_for_update().filter(pk=request_id, status=PlanRequest.Status.PENDING).first()
+    if wanted is None:
+        raise NotFound("No such pending plan request.")
+    return wanted
+
+
+def _staff_email_send(wanted: PlanRequest, org: Organization) -> None:
+    templated_email_send(
+        to=settings.BILLING_CONTACT_EMAIL, subject=f"Plan request: {org.name} asks for {wanted.plan}",
+        template="plan_request", context={
+            "wanted": wanted, "org": org, "plan": PLANS[wanted.plan],
+            "admin_link": f"{settings.PUBLIC_BASE_URL}/admin/billing/planrequest/{wanted.pk}/change/"})

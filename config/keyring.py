@@ -57,6 +57,12 @@ def webhook_secret_sealing_ring() -> SealingRing:
     return _sealing_ring(key_encryption_ring(), "webhook-secrets")
 
 
+def one_time_secret_sealing_ring() -> SealingRing:
+    """The keys that seal a new secret in the dashboard's session until its one showing (HKDF label
+    `dashboard-one-time-secrets`)."""
+    return _sealing_ring(key_encryption_ring(), "dashboard-one-time-secrets")
+
+
 def token_mac_keys() -> list[bytes]:
     """Keys that authenticate `svc_` tokens, newest first: the first one mints."""
     return [_derived(entry.secret, "svc-token") for entry in token_signing_ring()]

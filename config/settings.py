@@ -257,6 +257,9 @@ EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Provenance Service <no-reply@localhost>")
+# Where the billing page's plan requests go (staff apply them in the admin); the billing page shows it
+# to owners as the address to write to.
+BILLING_CONTACT_EMAIL = env_str("BILLING_CONTACT_EMAIL", "billing@localhost")
 
 # JSON bodies above this are refused with 413 before parsing (routes may allow more, e.g. batches).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024

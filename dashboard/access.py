@@ -12,9 +12,10 @@ an error page with the API's status code.
 import functools
 from collections.abc import Callable
 
+from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from billing.throttles import plan_rate_hit
@@ -119,3 +120,24 @@ def upload_form(max_bytes: int) -> Callable:
 
 def _parse_body(request: HttpRequest) -> None:
     request.POST  # noqa: B018 (reading it parses the body, here under the upload limit)
+
+
+def action_lives_on(request: HttpRequest, where: str, message: str, **url_kwargs) -> HttpResponse:
+    """The answer to a GET on an address that only takes a form's POST (typed, bookmarked, reached with
+    Back): the page where that action lives, with a message saying so. Nothing is done."""
+    messages.info(request, message)
+    return redirect(where, **url_kwargs)
+
+
+def no_dead_end(view: Callable, *, home: str) -> Callable:
+    """`view`, except that a 405 it gives a GET or HEAD becomes a redirect to `home` with a message: the
+    safety net under every page, so no address a person can open answers "method not allowed"."""
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        if response.status_code == 405 and request.method in ("GET", "HEAD"):
+            return action_lives_on(request, home, "That address takes a form; here is where it lives.")
+        return response
+
+    return wrapped

@@ -11,6 +11,7 @@ from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
 from audit.models import AuditEvent
 from audit.selectors import AuditFilter
 from audit.wording import type_label
+from billing.plans import BILLING_INTERVALS, PLANS
 from generators.serializers import KID_PATTERN
 from media_codecs import FAMILIES
 from teams.serializers import INVITABLE_ROLES
@@ -196,3 +197,9 @@ class VerifyForm(forms.Form):
     content = forms.FileField(label="File to check (image, audio, text or video, at most 50 MB)")
     token = forms.CharField(label="Token (optional: a svc_ token you were given with the file)", max_length=256,
                             required=False)
+
+
+class PlanRequestForm(forms.Form):
+    plan = forms.ChoiceField(choices=[(plan.name, plan.label) for plan in PLANS.values()])
+    billing_interval = forms.ChoiceField(label="Billed", choices=[(i, i) for i in BILLING_INTERVALS],
+                                         widget=forms.RadioSelect)

@@ -8,7 +8,7 @@ from django.urls import path
 from django.views.generic import RedirectView
 
 from accounts import views as account_pages
-from dashboard.access import public_form
+from dashboard.access import no_dead_end, public_form
 from dashboard.views import (
     api_keys,
     audit,
@@ -55,6 +55,7 @@ pages = [
     path("dashboard/security/password", auth.password_change, name="password-change"),
     path("dashboard/api-keys", api_keys.api_keys_page, name="api-keys"),
     path("dashboard/api-keys/new", api_keys.api_key_create, name="api-key-create"),
+    path("dashboard/api-keys/<uuid:key_id>/created", api_keys.api_key_created, name="api-key-created"),
     path("dashboard/api-keys/<uuid:key_id>/revoke", api_keys.api_key_revoke, name="api-key-revoke"),
     path("dashboard/api-keys/personal/new", api_keys.personal_key_create, name="personal-key-create"),
     path("dashboard/api-keys/personal/<uuid:key_id>/revoke", api_keys.personal_key_revoke,
@@ -64,6 +65,8 @@ pages = [
     path("dashboard/generators/<uuid:generator_id>/rotate", generators.generator_rotate, name="generator-rotate"),
     path("dashboard/generators/<uuid:generator_id>/revoke", generators.generator_revoke, name="generator-revoke"),
     path("dashboard/sign", signing.sign_page, name="sign"),
+    path("dashboard/sign/<uuid:file_id>", signing.signed_page, name="signed"),
+    path("dashboard/sign/<uuid:file_id>/download", signing.signed_download, name="signed-download"),
     path("dashboard/records", records.records_page, name="records"),
     path("dashboard/team", team.team_page, name="team"),
     path("dashboard/team/invites", team.invite_send, name="invite-send"),
@@ -75,6 +78,7 @@ pages = [
          name="member-key-revoke"),
     path("dashboard/webhooks", webhooks.webhooks_page, name="webhooks"),
     path("dashboard/webhooks/<uuid:webhook_id>", webhooks.webhook_page, name="webhook"),
+    path("dashboard/webhooks/<uuid:webhook_id>/created", webhooks.webhook_created, name="webhook-created"),
     path("dashboard/webhooks/<uuid:webhook_id>/edit", webhooks.webhook_edit, name="webhook-edit"),
     path("dashboard/webhooks/<uuid:webhook_id>/status", webhooks.webhook_status, name="webhook-status"),
     path("dashboard/webhooks/<uuid:webhook_id>/delete", webhooks.webhook_delete, name="webhook-delete"),
@@ -83,6 +87,22 @@ pages = [
     path("dashboard/audit", audit.audit_page_view, name="audit"),
     path("dashboard/audit/export", audit.audit_export_view, name="audit-export"),
     path("dashboard/billing", billing.billing_page, name="billing"),
+    path("dashboard/billing/requests", billing.plan_request_create, name="plan-request"),
+    path("dashboard/billing/requests/<uuid:request_id>/cancel", billing.plan_request_cancel,
+         name="plan-request-cancel"),
 ]
 
+# Where each action that takes a form lives: the page a GET of its address (typed, bookmarked, reached
+# with Back) lands on when the action's own view has no answer for GET (dashboard.access.no_dead_end).
+ACTION_HOMES = {
+    "logout": "dashboard:overview",
+    "2fa-setup": "dashboard:security",
+    "2fa-enable": "dashboard:security",
+    "2fa-disable": "dashboard:security",
+    "recovery-codes-new": "dashboard:security",
+    "password-change": "dashboard:security",
+}
+
 urlpatterns = public + emailed_links + pages
+for _pattern in urlpatterns:
+    _pattern.callback = no_dead_end(_pattern.callback, home=ACTION_HOMES.get(_pattern.name, "dashboard:overview"))

@@ -75,3 +75,14 @@ def public_invite_lookup(*, token: str) -> Invite:
 def pending_invites(*, org: Organization) -> list[Invite]:
     """The organization's pending invites, newest first (what GET /v1/team/invites lists)."""
     return list(Invite.objects.for_org(org).pending().order_by("-created_at"))
+
+
+def pending_invite_get(*, org: Organization, actor: User, invite_id) -> Invite:
+    """One pending invite of `org`, for an owner or admin (who alone see invites). Raises Forbidden,
+    NotFound (unknown, another organization's, or no longer pending)."""
+    if actor.role not in MANAGERS:
+        raise Forbidden("Only owners and admins see invites.")
+    invite = Invite.objects.for_org(org).pending().filter(pk=invite_id).first()
+    if invite is None:
+        raise NotFound("No such pending invite.")
+    return invite

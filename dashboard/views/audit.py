@@ -1,7 +1,9 @@
 """The organization's audit log in words, newest first, a page at a time, filtered by type and days;
 and its export, the same bytes as GET /v1/audit/export, for Growth and above."""
 
-from django.shortcuts import render
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from audit.export import FORMATS
@@ -39,6 +41,9 @@ def audit_page_view(request):
 @member_page
 def audit_export_view(request):
     require_feature(request.org, "audit_export")  # the error page with 402 or 403, as the API answers
+    if "format" not in request.GET:  # the address typed or bookmarked bare: the page where exports start
+        messages.info(request, "Export from this page: choose CSV or JSON.")
+        return redirect(f"{reverse('dashboard:audit')}?{request.GET.urlencode()}".rstrip("?"))
     form = AuditFilterForm(request.GET)
     format = request.GET.get("format")
     problems = {field: list(errors) for field, errors in form.errors.items()} if not form.is_valid() else {}

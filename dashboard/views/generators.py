@@ -2,10 +2,10 @@
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_safe
 
 from config.errors import ValidationFailed
-from dashboard.access import member_page
+from dashboard.access import action_lives_on, member_page
 from dashboard.forms import GeneratorRegisterForm, GeneratorRotateForm, TypedConfirmationForm
 from generators import selectors, services
 from provenance import crypto
@@ -53,9 +53,12 @@ def generator_page(request, generator_id):
     return render(request, "dashboard/generator.html", {"generator": generator, "rotate_form": GeneratorRotateForm()})
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_page
 def generator_rotate(request, generator_id):
+    if request.method == "GET":
+        return action_lives_on(request, "dashboard:generator", "Rotate the key with the form on this page.",
+                               generator_id=generator_id)
     generator = selectors.generator_get(org=request.org, generator_id=generator_id)
     form = GeneratorRotateForm(request.POST)
     if form.is_valid():

@@ -3,12 +3,13 @@
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.models import Role
 from accounts.selectors import personal_api_keys
-from dashboard.access import member_page
+from dashboard.access import action_lives_on, member_page
 from dashboard.forms import InviteForm, RoleForm
+from dashboard.views.api_keys import key_created_redirect
 from teams import selectors, services
 
 
@@ -28,9 +29,11 @@ def _team_page(request, invite_form: InviteForm | None = None, status: int = 200
         "invite_form": invite_form or InviteForm(), "role_form": RoleForm()}, status=status)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_page
 def invite_send(request):
+    if request.method == "GET":
+        return action_lives_on(request, "dashboard:team", "Send an invite with the form on this page.")
     form = InviteForm(request.POST)
     if not form.is_valid():
         return _team_page(request, invite_form=form, status=400)
@@ -39,17 +42,24 @@ def invite_send(request):
     return redirect("dashboard:team")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_page
 def invite_cancel(request, invite_id):
-    services.invite_cancel(org=request.org, actor=request.user, invite_id=invite_id)
-    messages.success(request, "The invite is cancelled; its link no longer works.")
-    return redirect("dashboard:team")
+    if request.method == "POST":
+        services.invite_cancel(org=request.org, actor=request.user, invite_id=invite_id)
+        messages.success(request, "The invite is cancelled; its link no longer works.")
+        return redirect("dashboard:team")
+    invite = selectors.pending_invite_get(org=request.org, actor=request.user, invite_id=invite_id)
+    return render(request, "dashboard/confirm.html", {
+        "title": f"Cancel the invite of {invite.email}?", "body": "Its link stops working at once.",
+        "button": "Cancel the invite", "cancel": "dashboard:team"})
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_page
 def member_role_change(request, user_id):
+    if request.method == "GET":
+        return action_lives_on(request, "dashboard:team", "Change roles with the forms on this page.")
     form = RoleForm(request.POST)
     if not form.is_valid():
         return _team_page(request, status=400)
@@ -79,8 +89,7 @@ def member_keys(request, user_id):
     """A member's personal API keys: users see and make their own, owners and admins anyone's."""
     if request.method == "POST":
         created = services.member_api_key_create(org=request.org, actor=request.user, member_id=user_id)
-        return render(request, "dashboard/key_created.html", {"created": created, "personal": True,
-                                                              "holder": created.api_key.user}, status=201)
+        return key_created_redirect(request, created)
     member = selectors.key_holder(org=request.org, actor=request.user, member_id=user_id)
     keys = personal_api_keys(org=request.org, user=member)
     return render(request, "dashboard/member_keys.html", {"member": member, "keys": keys})

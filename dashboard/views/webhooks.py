@@ -1,17 +1,20 @@
-"""Webhook endpoints: create (the secret shown once), status, delete, the delivery log and retry.
+"""Webhook endpoints: create (the secret shown once, on the page the POST redirects to), status, delete,
+the delivery log and retry.
 
 Every page checks the plan and the owner's verified email first, like every /v1/webhooks route.
 """
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_safe
 
 from billing.gates import require_feature
 from config.errors import ValidationFailed
 from config.paging import page_number
-from dashboard.access import member_page
+from dashboard.access import action_lives_on, member_page
 from dashboard.forms import WebhookCreateForm, WebhookStatusForm
+from dashboard.reveal import secret_keep, secret_take
 from webhooks import selectors, services
 from webhooks.delivery import delivery_retry
 
@@ -29,10 +32,22 @@ def webhooks_page(request):
         except ValidationFailed as error:
             _add_errors(form, error)
         else:
-            return render(request, "dashboard/webhook_created.html", {"created": created}, status=201)
+            secret_keep(request, object_id=created.endpoint.pk, secret=created.secret)
+            return redirect("dashboard:webhook-created", webhook_id=created.endpoint.pk)
     status = 400 if form.errors else 200
     return render(request, "dashboard/webhooks.html",
                   {"endpoints": selectors.webhook_list(org=request.org), "form": form}, status=status)
+
+
+@require_safe
+@never_cache  # nothing keeps the secret: no disk cache, no back-forward cache
+@member_page
+def webhook_created(request, webhook_id):
+    """The new endpoint's signing secret, the first time this page opens after the POST; then, that it was."""
+    require_feature(request.org, "webhooks")
+    endpoint = selectors.webhook_get(org=request.org, webhook_id=webhook_id)
+    secret = secret_take(request, object_id=endpoint.pk) if request.method == "GET" else None  # not on HEAD
+    return render(request, "dashboard/webhook_created.html", {"endpoint": endpoint, "secret": secret})
 
 
 @require_safe
@@ -50,11 +65,14 @@ def _endpoint_page(request, endpoint, edit_form: WebhookCreateForm | None = None
                   status=status)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_page
 def webhook_edit(request, webhook_id):
     """Change the URL and the subscribed events (PATCH /v1/webhooks/:id with url and events)."""
     require_feature(request.org, "webhooks")
+    if request.method == "GET":
+        return action_lives_on(request, "dashboard:webhook", "Change the endpoint with the form on this page.",
+                               webhook_id=webhook_id)
     endpoint = selectors.webhook_get(org=request.org, webhook_id=webhook_id)
     form = WebhookCreateForm(request.POST)
     if form.is_valid():
@@ -68,10 +86,13 @@ def webhook_edit(request, webhook_id):
     return _endpoint_page(request, endpoint, edit_form=form, status=400)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_page
 def webhook_status(request, webhook_id):
     require_feature(request.org, "webhooks")
+    if request.method == "GET":
+        return action_lives_on(request, "dashboard:webhook", "Turn the endpoint on or off on this page.",
+                               webhook_id=webhook_id)
     endpoint = selectors.webhook_get(org=request.org, webhook_id=webhook_id)
     form = WebhookStatusForm(request.POST)
     if not form.is_valid():
@@ -96,10 +117,13 @@ def webhook_delete(request, webhook_id):
         "button": "Delete the endpoint", "cancel": "dashboard:webhooks"})
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @member_page
 def webhook_retry(request, webhook_id, delivery_id):
     require_feature(request.org, "webhooks")
+    if request.method == "GET":
+        return action_lives_on(request, "dashboard:webhook", "Send a delivery again from the delivery log.",
+                               webhook_id=webhook_id)
     endpoint = selectors.webhook_get(org=request.org, webhook_id=webhook_id)
     delivery = delivery_retry(selectors.delivery_for_retry(org=request.org, endpoint=endpoint,
                                                            delivery_id=delivery_id))

@@ -3,8 +3,9 @@
 A new owner signs up, verifies the email from the outbox link, turns on 2FA with the secret read from the
 page (codes from pyotp), signs in again with the keyboard and a code, creates an API key, registers a
 generator, signs a real photo and downloads it; a visitor drops the download on the public verify page and
-reads "high"; the owner invites a member, who accepts in a browser of their own; the owner changes the
-member's role, revokes the generator with the typed confirmation, and the visitor's verdict turns invalid.
+reads "high"; the owner invites a member, who accepts in a browser of their own and lands on the
+dashboard signed in; the owner changes the member's role, revokes the generator with the typed
+confirmation, and the visitor's verdict turns invalid.
 Then every other dashboard page is opened. Each page is checked (`look`: nothing wider than 375 px, a
 label on every control) and screenshotted at 375 and 1440 px, named in the flow's order.
 """
@@ -179,7 +180,7 @@ def _sign_a_photo(page) -> bytes:
     assert page.inner_text("h1") == "Signed"
     look(page, "flow-12-signed")
     with page.expect_download() as download:
-        page.get_by_role("link", name=f"Download {SIGNED_NAME}").click()  # a data: URL, no navigation
+        page.get_by_role("link", name=f"Download {SIGNED_NAME}").click()  # an attachment: no navigation
     assert download.value.suggested_filename == SIGNED_NAME
     signed = Path(download.value.path()).read_bytes()
     assert signed[:3] == b"\xff\xd8\xff" and signed != photo
@@ -213,14 +214,10 @@ def _invite_a_member_who_accepts(page, member) -> None:
     member.get_by_label("Choose a password").fill(PASSWORD)
     member.get_by_label("Repeat it").fill(PASSWORD)
     _follow(member, member.get_by_role("button", name="Accept the invite"))
-    assert "You joined as user" in member.inner_text(".ok")
+    # Accepting signs the new member in and lands on the dashboard.
+    assert member.url.endswith("/dashboard") and member.inner_text("h1") == "Acme Labs"
+    assert "you joined as user" in _messages(member)
     look(member, "flow-17-invite-accepted")
-
-    member.goto("/login")
-    member.get_by_label("Email").fill(MEMBER)
-    member.get_by_label("Password").fill(PASSWORD)
-    _follow(member, member.get_by_role("button", name="Sign in"))
-    assert member.inner_text("h1") == "Acme Labs"
     _nav(member, "Team")
     assert member.get_by_role("button", name="Send the invite").count() == 0  # users do not invite
     look(member, "flow-18-team-as-member")

@@ -197,7 +197,13 @@ def test_the_dashboard_export_is_a_streamed_attachment_of_the_filtered_days(grow
     assert [e["metadata"]["model"] for e in events] == ["third-day", "second-day", "first-day"]
 
 
-@pytest.mark.parametrize("query", [{}, {"format": "xml"}, {"format": "csv", "from": "nope"}])
+def test_the_bare_export_address_leads_to_the_audit_page_with_its_filters(growth_owner, page_client):
+    response = page_client(growth_owner).get(EXPORT, {"type": "sign"}, follow=True)
+    assert response.redirect_chain == [("/dashboard/audit?type=sign", 302)]
+    assert "Export from this page" in response.content.decode()
+
+
+@pytest.mark.parametrize("query", [{"format": "xml"}, {"format": "csv", "from": "nope"}])
 def test_a_bad_export_address_is_a_400_page(growth_owner, page_client, query):
     response = page_client(growth_owner).get(EXPORT, query)
     assert response.status_code == 400 and not response.streaming

@@ -23,12 +23,55 @@ def _key_in(html: str) -> str:
 
 def test_creating_an_org_key_shows_it_once_and_it_works(owner, owner_page, org):
     response = owner_page.post("/dashboard/api-keys/new", {"name": "ci"})
-    assert response.status_code == 201
-    key = _key_in(response.content.decode())
+    created = ApiKey.objects.get(name="ci")
+    assert response.status_code == 302 and response["Location"] == f"/dashboard/api-keys/{created.pk}/created"
+    assert "svc_key_" not in response["Location"]
+    key = _key_in(owner_page.get(response["Location"]).content.decode())
     assert key.startswith("svc_key_")
     assert api_key_for_credential(key).org_id == org.pk
     listing = owner_page.get("/dashboard/api-keys").content.decode()
-    assert key not in listing and ApiKey.objects.get(name="ci").preview in listing
+    assert key not in listing and created.preview in listing
+
+
+def test_reloading_the_created_key_page_makes_no_second_key_and_hides_the_value(owner_page, org):
+    created_page = owner_page.post("/dashboard/api-keys/new", {"name": "ci"})["Location"]
+    key = _key_in(owner_page.get(created_page).content.decode())
+    reloaded = owner_page.get(created_page)
+    assert reloaded.status_code == 200
+    assert key not in reloaded.content.decode() and "was already shown" in reloaded.content.decode()
+    assert ApiKey.objects.for_org(org).count() == 1
+
+
+def test_the_new_key_waits_in_the_session_sealed_never_in_plain_text(owner_page):
+    from django.contrib.sessions.models import Session
+
+    created_page = owner_page.post("/dashboard/api-keys/new", {"name": "ci"})["Location"]
+    before = "".join(str(session.get_decoded()) for session in Session.objects.all())
+    key = _key_in(owner_page.get(created_page).content.decode())
+    assert "dashboard_one_time_secrets" in before  # kept, sealed
+    assert key not in before and key[len("svc_key_"):] not in before
+    after = "".join(str(session.get_decoded()) for session in Session.objects.all())
+    assert ApiKey.objects.get(name="ci").pk.hex not in after.replace("-", "")  # gone once shown
+
+
+def test_the_created_key_page_is_never_cached_and_a_head_does_not_use_up_the_showing(owner_page):
+    created_page = owner_page.post("/dashboard/api-keys/new", {"name": "ci"})["Location"]
+    assert owner_page.head(created_page).status_code == 200
+    shown = owner_page.get(created_page)
+    assert "no-store" in shown["Cache-Control"] and _key_in(shown.content.decode()).startswith("svc_key_")
+
+
+def test_another_member_opening_the_created_key_page_sees_no_key(owner_page, admin_user, page_client, org):
+    created_page = owner_page.post("/dashboard/api-keys/new", {"name": "ci"})["Location"]
+    assert page_client(admin_user).get(created_page).status_code == 404  # admins manage keys, but not this page
+    assert "new-key" in owner_page.get(created_page).content.decode()  # still there for its maker
+
+
+def test_opening_the_create_address_makes_nothing_and_leads_to_the_form(owner_page, org):
+    response = owner_page.get("/dashboard/api-keys/new", follow=True)
+    assert response.redirect_chain == [("/dashboard/api-keys", 302)]
+    assert "Create a key with the form on this page." in response.content.decode()
+    assert ApiKey.objects.for_org(org).count() == 0
 
 
 def test_users_see_org_keys_but_may_not_create_or_revoke_them(member, page_client, org):
@@ -64,9 +107,9 @@ def test_another_organizations_key_is_not_found(owner_page, other_org):
 def test_personal_keys_are_made_shown_once_and_revoked_by_their_member(member, page_client):
     client = page_client(member)
     response = client.post("/dashboard/api-keys/personal/new")
-    assert response.status_code == 201
-    raw = _key_in(response.content.decode())
     key = ApiKey.objects.get(user=member)
+    assert response.status_code == 302 and response["Location"] == f"/dashboard/api-keys/{key.pk}/created"
+    raw = _key_in(client.get(response["Location"]).content.decode())
     assert api_key_for_credential(raw).pk == key.pk
     assert key.preview in client.get("/dashboard/api-keys").content.decode()
     client.post(f"/dashboard/api-keys/personal/{key.pk}/revoke")

@@ -4,10 +4,12 @@ bounded number of queries whatever the number of rows."""
 import base64
 import json
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.conf import settings as django_settings
 from django.test import Client
+from django.utils import timezone
 
 from accounts.services import personal_api_key_create
 from audit.services import audit_write_many
@@ -67,7 +69,7 @@ def test_a_post_with_the_token_from_the_page_passes(owner, csrf_page_client):
     client = csrf_page_client(owner)
     client.get("/dashboard/api-keys")
     token = client.cookies[django_settings.CSRF_COOKIE_NAME].value
-    assert client.post("/dashboard/api-keys/new", {"name": "x", "csrfmiddlewaretoken": token}).status_code == 201
+    assert client.post("/dashboard/api-keys/new", {"name": "x", "csrfmiddlewaretoken": token}).status_code == 302
 
 
 def test_pages_send_a_csp_without_inline_code_and_refuse_framing(owner_page):
@@ -142,7 +144,11 @@ PAGES = {
     # The confirmation pages.
     "/dashboard/api-keys/{org_key}/revoke": 6, "/dashboard/api-keys/personal/{own_key}/revoke": 6,
     "/dashboard/team/members/{member}/remove": 6, "/dashboard/team/members/{member}/api-keys/{member_key}/revoke": 6,
-    "/dashboard/webhooks/{endpoint}/delete": 7,
+    "/dashboard/webhooks/{endpoint}/delete": 7, "/dashboard/team/invites/{invite}/cancel": 6,
+    "/dashboard/billing/requests/{plan_request}/cancel": 6,
+    # The pages a form's POST redirects to.
+    "/dashboard/api-keys/{made_key}/created": 6, "/dashboard/webhooks/{endpoint}/created": 7,
+    "/dashboard/sign/{signed}": 6,
 }
 # The public pages, for a visitor: no session, no user, nothing counted on a GET.
 PUBLIC_PAGES = {"/login": 0, "/signup": 0, "/forgot-password": 0, "/resend-verification": 0, "/verify": 0,
@@ -156,12 +162,29 @@ def test_each_page_runs_a_bounded_number_of_queries(path, busy_org, page_client,
     member = owner.org.users.exclude(pk=owner.pk).first()
     url = path.format(generator=generator.pk, endpoint=endpoint.pk, member=member.pk,
                       org_key=org.api_keys.filter(user=None).first().pk, own_key=owner.personal_api_keys.get().pk,
-                      member_key=member.personal_api_keys.get().pk)
+                      member_key=member.personal_api_keys.get().pk, **_owner_made(org, owner))
     with django_assert_max_num_queries(PAGES[path]):
         response = client.get(url)
     assert response.status_code == 200, response.content[:500]
     html = response.content.decode()
     assert " style=" not in html and "<style" not in html and "<script>" not in html  # what the CSP refuses
+
+
+def _owner_made(org, owner) -> dict:
+    """Rows the owner made: an invite, a plan request, a key, and a file signed on the dashboard."""
+    from accounts.services import api_key_create
+    from billing.services import plan_request_create
+    from dashboard.models import SignedFile
+    from provenance.models import Record
+    from teams.models import Invite
+
+    record = Record.objects.for_org(org).first()
+    signed = SignedFile.objects.create(org=org, user=owner, record=record, token="svc_t", filename="signed-a.png",
+                                       mime_type="image/png", size=3, data=b"png",
+                                       expires_at=timezone.now() + timedelta(hours=1))
+    return {"invite": Invite.objects.for_org(org).first().pk, "signed": signed.pk,
+            "plan_request": plan_request_create(org=org, actor=owner, plan="scale", billing_interval="annual").pk,
+            "made_key": api_key_create(org=org, created_by=owner, name="made").api_key.pk}
 
 
 @pytest.mark.parametrize("path", PUBLIC_PAGES)

@@ -19,19 +19,17 @@ def _sign(client, generator, content: bytes, name: str = "photo.png", **extra):
                                            "content": SimpleUploadedFile(name, content), **extra})
 
 
-def _signed_file(html: str) -> bytes:
-    return base64.b64decode(re.search(r'href="data:[^;]+;base64,([^"]+)"', html).group(1))
-
-
 def test_signing_returns_the_file_with_its_record_id_and_token(owner_page, org):
     generator = factories.make_generator(org=org, formats=["image"])
     response = _sign(owner_page, generator, photo_bytes("astronaut", "png"))
-    assert response.status_code == 201
-    html = response.content.decode()
+    assert response.status_code == 302
+    html = owner_page.get(response["Location"]).content.decode()
     record = Record.objects.for_org(org).get()
-    assert str(record.pk) in html and 'download="signed-photo.png"' in html
+    assert str(record.pk) in html and "Download signed-photo.png" in html and "data:" not in html
     token = re.search(r'id="token" class="secret" readonly rows="2" spellcheck="false">(svc_[^<]+)<', html).group(1)
-    signed = _signed_file(html)
+    download = owner_page.get(re.search(r'href="(/dashboard/sign/[^"]+/download)"', html).group(1))
+    assert download["Content-Disposition"] == 'attachment; filename="signed-photo.png"'
+    signed = b"".join(download.streaming_content)
     assert signed[:8] == b"\x89PNG\r\n\x1a\n"
     verified = Client().post("/v1/verify", {"content": SimpleUploadedFile("s.png", signed)}).json()
     assert verified["authentic"] and verified["record_id"] == str(record.pk)

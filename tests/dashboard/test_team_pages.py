@@ -113,10 +113,12 @@ def test_an_admin_makes_and_revokes_a_members_personal_key(admin_user, member, p
 
     client = page_client(admin_user)
     created = client.post(f"/dashboard/team/members/{member.pk}/api-keys")
-    assert created.status_code == 201
-    html = created.content.decode()
-    raw = html[html.index('id="new-key"'):].split('>', 1)[1].split('<', 1)[0]
     key = ApiKey.objects.get(user=member)
+    assert created.status_code == 302 and created["Location"] == f"/dashboard/api-keys/{key.pk}/created"
+    html = client.get(created["Location"]).content.decode()
+    assert f"New personal key of {member.email}" in html
+    assert f'href="/dashboard/team/members/{member.pk}/api-keys"' in html  # back to that member's keys
+    raw = html[html.index('id="new-key"'):].split('>', 1)[1].split('<', 1)[0]
     assert api_key_for_credential(raw).pk == key.pk
     assert key.preview in client.get(f"/dashboard/team/members/{member.pk}/api-keys").content.decode()
     assert client.post(f"/dashboard/team/members/{member.pk}/api-keys/{key.pk}/revoke").status_code == 302
@@ -132,7 +134,7 @@ def test_a_user_manages_only_their_own_personal_keys(member, owner, page_client,
     assert client.post(f"/dashboard/team/members/{owner.pk}/api-keys").status_code == 403
     assert client.post(f"/dashboard/team/members/{owner.pk}/api-keys/{theirs.pk}/revoke").status_code == 403
     assert client.get(f"/dashboard/team/members/{member.pk}/api-keys").status_code == 200
-    assert client.post(f"/dashboard/team/members/{member.pk}/api-keys").status_code == 201
+    assert client.post(f"/dashboard/team/members/{member.pk}/api-keys").status_code == 302
 
 
 def test_another_organizations_member_keys_are_not_found(owner, page_client, other_org):

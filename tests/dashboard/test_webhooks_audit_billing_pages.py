@@ -43,10 +43,15 @@ def test_creating_an_endpoint_shows_the_secret_once(growth_owner, growth_org, pa
     client = page_client(growth_owner)
     response = client.post("/dashboard/webhooks", {"url": "https://hooks.example.com/in",
                                                    "events": ["record.created", "generator.revoked"]})
-    assert response.status_code == 201
     endpoint = WebhookEndpoint.objects.for_org(growth_org).get()
+    assert response.status_code == 302 and response["Location"] == f"/dashboard/webhooks/{endpoint.pk}/created"
     secret = webhook_secret(endpoint)
-    assert secret in response.content.decode()
+    assert secret not in response["Location"]
+    assert secret in client.get(response["Location"]).content.decode()
+    reloaded = client.get(response["Location"])
+    assert reloaded.status_code == 200 and secret not in reloaded.content.decode()
+    assert "already shown" in reloaded.content.decode()
+    assert WebhookEndpoint.objects.for_org(growth_org).count() == 1
     assert secret not in client.get(f"/dashboard/webhooks/{endpoint.pk}").content.decode()
     assert secret not in client.get("/dashboard/webhooks").content.decode()
 
@@ -136,7 +141,8 @@ def test_billing_shows_the_plans_the_current_one_and_the_upgrade_target(owner_pa
     page = owner_page.get("/dashboard/billing?plan=growth").content.decode()
     for label in ("Free", "Starter", "Growth", "Scale", "Enterprise"):
         assert label in page
-    assert "Free (current)" in page and "To move to <strong>Growth</strong>" in page
+    assert "Free (current)" in page and "Move to Growth" in page
+    assert '<option value="growth" selected>' in page and "Request this plan" in page
     assert owner_page.get("/dashboard/billing?plan=nonsense").status_code == 200
 
 

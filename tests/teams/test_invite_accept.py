@@ -146,19 +146,31 @@ def test_the_page_completes_the_emailed_invite_and_the_member_can_log_in(client,
     owner_client.post("/v1/team/invites", {"email": "page@example.com", "role": "user"}, format="json")
     token = invite_token_from_mail()
     assert client.get(f"/invite/{token}").status_code == 200
-    done = client.post(f"/invite/{token}", {"password": PASSWORD, "password_confirm": PASSWORD})
-    assert done.status_code == 200 and b"You joined" in done.content
+    done = client.post(f"/invite/{token}", {"password": PASSWORD, "password_confirm": PASSWORD}, follow=True)
+    assert done.redirect_chain == [("/dashboard", 302)]  # signed in, on the dashboard
+    assert b"you joined as user" in done.content and org.name.encode() in done.content
     user = User.objects.get(email="page@example.com")
     assert (user.org_id, user.role, user.email_verified) == (org.pk, "user", True)
+    assert done.wsgi_request.user == user
     assert _login(api_client, "page@example.com").status_code == 200
-    assert client.get(f"/invite/{token}").status_code == 404  # used
+    assert client.get(f"/invite/{token}").status_code == 404  # used: Back or a reload shows it spent
+    assert client.get("/dashboard/team").status_code == 200
+
+
+def test_accepting_on_a_browser_signed_in_as_someone_else_signs_that_person_out(client, owner, org):
+    _, token = factories.make_invite(org=org, inviter=owner, email="page@example.com")
+    client.force_login(owner)
+    before = client.session.session_key
+    client.post(f"/invite/{token}", {"password": PASSWORD, "password_confirm": PASSWORD})
+    assert client.session.session_key != before
+    assert client.get("/dashboard").wsgi_request.user.email == "page@example.com"
 
 
 @pytest.mark.parametrize(("password", "confirm"), [("short", "short"), (PASSWORD, PASSWORD + "x")])
 def test_the_page_refuses_a_bad_password_without_using_the_invite(client, owner, org, password, confirm):
     invite, token = factories.make_invite(org=org, inviter=owner)
     page = client.post(f"/invite/{token}", {"password": password, "password_confirm": confirm})
-    assert page.status_code == 200 and b'class="error"' in page.content
+    assert page.status_code == 400 and b'class="error"' in page.content
     invite.refresh_from_db()
     assert invite.accepted_at is None
 
@@ -166,7 +178,7 @@ def test_the_page_refuses_a_bad_password_without_using_the_invite(client, owner,
 def test_the_page_shows_a_refusal_from_the_service(client, owner, org, outsider):
     _, token = factories.make_invite(org=org, inviter=owner, email=outsider.email)
     page = client.post(f"/invite/{token}", {"password": PASSWORD, "password_confirm": PASSWORD})
-    assert page.status_code == 200 and b"already exists" in page.content
+    assert page.status_code == 400 and b"already exists" in page.content
 
 
 def test_the_page_of_an_unknown_invite_is_404(client):
