@@ -86,4 +86,4 @@ def test_migrate_then_runserver_serves_auth_sessions_and_key_routes(migrated_ser
     call("POST", "/auth/register", 201, json={"org_name": "Deployed", **credentials})
     token = call("POST", "/auth/login", 200, json=credentials)["token"]
     key = call("POST", "/api-keys", 201, credential=token, json={"name": "deploy"})["key"]
-    assert call("GET", "/generators", 200, credential=key) == {"generators": []}
+    assert call("GET", "/generators", 200, credential=key) == {"generators": [], "total": 0, "page": 1, "limit": None}
