@@ -10,6 +10,9 @@ class ConfigConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
+        from config import housekeeping, idempotency, ratelimit
         from config.cachetable import create_cache_tables
 
         post_migrate.connect(create_cache_tables, sender=self)
+        housekeeping.register("rate counters", ratelimit.purge_expired)
+        housekeeping.register("idempotent responses", idempotency.purge_expired)

@@ -1,4 +1,5 @@
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from tests import factories, log_scan
@@ -116,3 +117,15 @@ def _settings_secrets_never_logged():
     for name in ("SECRET_KEY", "KEY_ENCRYPTION_KEY", "TOKEN_SIGNING_KEY", "LOG_SIGNING_KEY", "EMAIL_HOST_PASSWORD"):
         for value in str(getattr(settings, name, "") or "").split(","):
             register_secret(value.strip())
+
+
+@pytest.fixture
+def page_client():
+    """page_client(user) -> a test Client signed in as `user` through the session (CSRF checks off)."""
+
+    def make(user) -> Client:
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return make

@@ -177,3 +177,20 @@ def _email_token_consume(*, raw: str, purpose: str) -> User:
     # Any other outstanding token of the same purpose dies with this one.
     EmailToken.objects.filter(user=token.user, purpose=purpose, used_at__isnull=True).update(used_at=now)
     return token.user
+
+
+PURGE_GRACE = timedelta(days=1)  # a day of dead tokens kept for support questions ("my link did not work")
+
+
+def email_tokens_purge() -> int:
+    """Delete email tokens that expired or were used over a day ago (`manage.py purge_expired`); returns how many."""
+    cutoff = timezone.now() - PURGE_GRACE
+    expired, _ = EmailToken.objects.filter(expires_at__lt=cutoff).delete()
+    used, _ = EmailToken.objects.filter(used_at__lt=cutoff).delete()
+    return expired + used
+
+
+def two_factor_challenges_purge() -> int:
+    """Delete 2FA challenges that expired over a day ago (`manage.py purge_expired`); returns how many."""
+    deleted, _ = TwoFactorChallenge.objects.filter(expires_at__lt=timezone.now() - PURGE_GRACE).delete()
+    return deleted

@@ -4,7 +4,6 @@ the billing service (audited), the owner sees it pending and may cancel it; nobo
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.core import mail
-from django.test import Client
 
 from accounts.models import Organization, User
 from audit.models import AuditEvent
@@ -14,16 +13,6 @@ from config.errors import Forbidden, NotFound, ValidationFailed
 from tests import factories
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def page_client():
-    def make(user) -> Client:
-        client = Client()
-        client.force_login(user)
-        return client
-
-    return make
 
 
 @pytest.fixture

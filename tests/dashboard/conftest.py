@@ -7,18 +7,6 @@ from tests import factories
 
 
 @pytest.fixture
-def page_client():
-    """page_client(user) -> a test Client signed in as `user` through the session (CSRF checks off)."""
-
-    def make(user) -> Client:
-        client = Client()
-        client.force_login(user)
-        return client
-
-    return make
-
-
-@pytest.fixture
 def csrf_page_client():
     """csrf_page_client(user) -> a signed-in Client that enforces CSRF like a browser's server does."""
 
