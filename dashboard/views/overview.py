@@ -4,7 +4,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
-from audit.selectors import audit_recent
+from audit.selectors import audit_names, audit_recent
+from audit.wording import describe
 from billing.periods import period_bounds
 from billing.selectors import usage_for_org
 from dashboard.access import member_page
@@ -24,6 +25,8 @@ def overview_page(request):
     percent = None
     if usage.signatures_included:
         percent = min(100, round(100 * usage.signatures_used / usage.signatures_included))
+    events = audit_recent(org=org, limit=RECENT_EVENTS)
+    names = audit_names(org=org, events=events)
     return render(request, "dashboard/overview.html", {
         "usage": usage, "percent": percent, "chart": chart,
-        "events": audit_recent(org=org, limit=RECENT_EVENTS)})
+        "rows": [(event, describe(event.type, event.metadata, names)) for event in events]})

@@ -152,7 +152,9 @@ def test_the_overview_shows_plan_usage_chart_and_recent_activity(owner_page, org
     html = owner_page.get("/dashboard").content.decode()
     assert "125" in html and "of 500" in html and "25% of the allowance" in html
     assert '<svg class="chart"' in html and "<rect class=\"bar\"" in html
-    assert "key_created" in html  # registering the generator is in the activity
+    # Registering the generator is in the activity, in words, not as a type and key=value pairs.
+    assert "Registered generator “client-gen” with its own keys (client-managed)." in html
+    assert "key_created" not in html and "generator_id=" not in html
 
 
 def test_editing_an_endpoint_changes_its_url_and_events(growth_owner, growth_org, page_client, monkeypatch):
