@@ -8,6 +8,7 @@ from django.db import connection
 from django.db.models import Q
 
 from config.hot_sql import ChildWithParents
+from generators.models import Generator
 from provenance.models import Fingerprint, Record, RecordFingerprint
 from provenance.phash_bands import BANDS, band_neighbours, phash_bands, signed_value
 
@@ -74,16 +75,17 @@ def record_for_content_hash(content_hash: str) -> Record | None:
 def record_for_watermark(mark_id: int) -> Record | None:
     """The newest record whose server-made watermark id is `mark_id`.
 
-    Only records the service signed and marked itself (server-managed: `format` is set). A client-managed
+    Only records the service signed and marked itself (a server-managed generator's). A client-managed
     record's `watermark_id` is whatever its caller signed, and public: counting it would let anyone claim
     another organization's mark by submitting a record that names it."""
-    return (_with_relations().filter(watermark_id=f"{mark_id:016x}", format__isnull=False)
+    return (_with_relations().filter(watermark_id=f"{mark_id:016x}", generator__mode=Generator.Mode.SERVER)
             .order_by("-signed_at").first())
 
 
 def record_ids_for_watermark(*, mark_id: int, family: str, limit: int) -> list[uuid.UUID]:
     """The records of one content family whose server-made watermark id is `mark_id`, newest first."""
-    return list(Record.objects.filter(watermark_id=f"{mark_id:016x}", format=family).order_by("-signed_at")
+    return list(Record.objects.filter(watermark_id=f"{mark_id:016x}", format=family,
+                                      generator__mode=Generator.Mode.SERVER).order_by("-signed_at")
                 .values_list("pk", flat=True)[:limit])
 
 

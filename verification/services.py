@@ -172,7 +172,7 @@ def _answered_by_exact_hash(pointed: Verification, exact: Record) -> Verificatio
 def _is_own_mark(record: Record, mark_id: int | None) -> bool:
     """Whether `mark_id` is the mark the service made for `record` (server-managed records only: a
     client-managed record's watermark_id is its caller's claim, never a mark the service made)."""
-    return mark_id is not None and record.format is not None and f"{mark_id:016x}" == record.watermark_id
+    return mark_id is not None and record.generator.is_server_managed and f"{mark_id:016x}" == record.watermark_id
 
 
 def _mark_found(result: Verification, media: Media | None) -> bool:

@@ -197,12 +197,16 @@ def test_a_perceptual_match_is_only_reported_without_an_exact_match(api_client, 
         "phash", near["record_id"], "content_tampered")
 
 
+@pytest.mark.parametrize("family", [None, "image"])
 def test_a_client_record_claiming_as_watermark_id_does_not_take_as_copies(api_client, key_client, org_b,
-                                                                          signed_by_a):
-    # The watermark id of A's record is public (GET /v1/records/:id); B signs a record that names it.
+                                                                          signed_by_a, family):
+    # The watermark id of A's record is public (GET /v1/records/:id); B signs a record that names it, also
+    # one that says what its content is (a client record's `format` does not make it server-marked).
     a_mark = api_client.get(f"/v1/records/{signed_by_a['X-Service-Record-Id']}").json()["watermark_id"]
     generator, seed = factories.make_client_generator(org=org_b)
     claim = factories.record_body(generator=generator, seed=seed, content=b"anything", watermark_id=a_mark)
+    if family:
+        claim["format"] = family
     assert key_client(org_b).post("/v1/records", claim, format="json").status_code == 201
     result = _verify(api_client, reencode_jpeg(signed_by_a.content, 80))  # a changed copy of A's picture
     assert (result["token_source"], result["record_id"]) == ("watermark", signed_by_a["X-Service-Record-Id"])
@@ -218,7 +222,7 @@ def test_a_client_record_naming_the_mark_in_its_file_does_not_make_the_mark_its_
                "watermark_id": a_mark}
     body = {**payload, "signed_payload": payload,
             "signature": base64.b64encode(crypto.sign(seed, signed_payload_bytes(**payload))).decode()}
-    b_record = key_client(org_b).post("/v1/records", body, format="json").json()
+    b_record = key_client(org_b).post("/v1/records", {**body, "format": "image"}, format="json").json()
     for token in (None, b_record["token"]):
         result = _verify(api_client, resaved, token=token)
         assert result["record_id"] == b_record["record_id"] and result["authentic"] is True
