@@ -81,6 +81,18 @@ def _records(org, count: int):
     return generator
 
 
+def test_a_client_signed_record_is_labelled_as_such_with_its_format_when_it_has_one(owner_page, org):
+    generator, seed = factories.make_client_generator(org=org)
+    from provenance.services import Submission, record_submit
+
+    for content, family in ((b"a picture", "image"), (b"something", None)):
+        body = factories.record_body(generator=generator, seed=seed, content=content)
+        body["signature"] = base64.b64decode(body["signature"])
+        record_submit(org=org, submission=Submission(**body, format=family))
+    cells = re.findall(r'<td data-label="Format">([^<]*)</td>', owner_page.get("/dashboard/records").content.decode())
+    assert sorted(cells) == ["client-signed", "image (client-signed)"]
+
+
 def test_records_are_listed_newest_first_in_pages_with_links_to_the_public_record(owner_page, org, other_org):
     _records(org, 55)
     _records(other_org, 1)
