@@ -20,6 +20,7 @@ from django.core import mail
 
 from accounts.models import Organization, User
 from billing.services import plan_change
+from tests.browser.navigation import follow, messages, nav
 from tests.browser.page_checks import look
 from tests.media import photo_bytes
 
@@ -62,21 +63,6 @@ def _link_path(message) -> str:
     return re.search(r"https?://[^/\s]+(/\S+)", message.body).group(1)
 
 
-def _follow(page, locator) -> None:
-    """Click what follows a link or submits a form, and wait for the next page (checks must not read
-    the page that is going away)."""
-    with page.expect_navigation():
-        locator.click()
-
-
-def _nav(page, name: str) -> None:
-    _follow(page, page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True))
-
-
-def _messages(page) -> str:
-    return page.inner_text(".messages")
-
-
 def _sign_up_and_verify_the_email(page) -> None:
     page.goto("/signup")
     look(page, "flow-01-signup")
@@ -84,16 +70,16 @@ def _sign_up_and_verify_the_email(page) -> None:
     page.get_by_label("Email").fill(OWNER)
     page.get_by_label("Password (").fill(PASSWORD)
     page.get_by_label("Repeat the password").fill(PASSWORD)
-    _follow(page, page.get_by_role("button", name="Create the organization"))
+    follow(page, page.get_by_role("button", name="Create the organization"))
     assert page.inner_text("h1") == "Acme Labs"
-    assert "We sent a link to verify your email" in _messages(page)
+    assert "We sent a link to verify your email" in messages(page)
     look(page, "flow-02-overview-unverified")
 
     link = _link_path(mail.outbox[-1])
     assert mail.outbox[-1].to == [OWNER] and link.startswith("/verify-email?token=")
     page.goto(link)
     look(page, "flow-03-verify-email")
-    _follow(page, page.get_by_role("button", name="Confirm my email address"))
+    follow(page, page.get_by_role("button", name="Confirm my email address"))
     assert "Your email address is verified" in page.inner_text(".ok")
     look(page, "flow-04-verify-email-done")
     assert User.objects.get(email=OWNER).email_verified
@@ -102,15 +88,15 @@ def _sign_up_and_verify_the_email(page) -> None:
 def _turn_on_two_factor(page) -> str:
     """Set up 2FA from the Security page; returns the secret read from the page."""
     page.goto("/dashboard")
-    _nav(page, "Security")
+    nav(page, "Security")
     look(page, "flow-05-security-off")
-    _follow(page, page.get_by_role("button", name="Set up two-factor sign-in"))
+    follow(page, page.get_by_role("button", name="Set up two-factor sign-in"))
     secret = page.get_by_label("Secret (for manual entry)").input_value()
     assert page.locator(".qr svg").count() == 1
     look(page, "flow-06-security-setup")
     page.get_by_label("6-digit code").fill(pyotp.TOTP(secret).now())
-    _follow(page, page.get_by_role("button", name="Turn two-factor sign-in on"))
-    assert "Two-factor sign-in is on." in _messages(page)
+    follow(page, page.get_by_role("button", name="Turn two-factor sign-in on"))
+    assert "Two-factor sign-in is on." in messages(page)
     look(page, "flow-07-security-on")
     return secret
 
@@ -125,8 +111,8 @@ def _tab_to(page, element_id: str) -> None:
 
 def _sign_in_with_the_keyboard(page, secret: str) -> None:
     """Sign out, then sign in again with Tab, typing and Enter only, and a code for the second step."""
-    _follow(page, page.get_by_role("button", name="Sign out"))
-    assert "You are signed out." in _messages(page)
+    follow(page, page.get_by_role("button", name="Sign out"))
+    assert "You are signed out." in messages(page)
     look(page, "flow-08-login")
     page.keyboard.press("Tab")  # the first stop is the skip link, shown when focused
     assert page.evaluate("() => document.activeElement.className") == "skip"
@@ -148,21 +134,21 @@ def _sign_in_with_the_keyboard(page, secret: str) -> None:
 
 
 def _create_an_api_key(page) -> None:
-    _nav(page, "API keys")
+    nav(page, "API keys")
     page.get_by_label("Name (what uses this key)").fill("ci")
-    _follow(page, page.get_by_role("button", name="Create an organization key"))
+    follow(page, page.get_by_role("button", name="Create an organization key"))
     key = page.get_by_label("API key").input_value()
     assert key.startswith("svc_key_")
     look(page, "flow-10-key-created")
-    _follow(page, page.get_by_role("link", name="Done, back to the keys"))
+    follow(page, page.get_by_role("link", name="Done, back to the keys"))
     assert "ci" in page.inner_text("table")
 
 
 def _register_a_generator(page) -> None:
-    _nav(page, "Generators")
+    nav(page, "Generators")
     page.get_by_label("Name").fill(GENERATOR)
-    _follow(page, page.get_by_role("button", name="Register"))
-    assert f"Generator {GENERATOR} is registered." in _messages(page)
+    follow(page, page.get_by_role("button", name="Register"))
+    assert f"Generator {GENERATOR} is registered." in messages(page)
     assert "server-managed" in page.inner_text("main")
     look(page, "flow-11-generator")
 
@@ -170,13 +156,13 @@ def _register_a_generator(page) -> None:
 def _sign_a_photo(page) -> bytes:
     """Sign a real photo on the Sign page; returns the bytes of the downloaded signed file."""
     photo = photo_bytes("astronaut", "jpeg")
-    _nav(page, "Sign")
+    nav(page, "Sign")
     page.get_by_label("Generator").select_option(label=GENERATOR)
     page.get_by_label("Model name").fill("sdxl-turbo")
     page.get_by_label("File to sign").set_input_files(
         files={"name": "astronaut.jpg", "mimeType": "image/jpeg", "buffer": photo})
     look(page, "flow-12-sign")
-    _follow(page, page.get_by_role("button", name="Sign and download"))
+    follow(page, page.get_by_role("button", name="Sign and download"))
     assert page.inner_text("h1") == "Signed"
     look(page, "flow-12-signed")
     with page.expect_download() as download:
@@ -192,19 +178,19 @@ def _verify(visitor, content: bytes, shot: str) -> str:
     visitor.goto("/verify")
     visitor.get_by_label("File to check").set_input_files(
         files={"name": SIGNED_NAME, "mimeType": "image/jpeg", "buffer": content})
-    _follow(visitor, visitor.get_by_role("button", name="Verify"))
+    follow(visitor, visitor.get_by_role("button", name="Verify"))
     verdict = visitor.inner_text(".verdict")
     look(visitor, shot)
     return verdict
 
 
 def _invite_a_member_who_accepts(page, member) -> None:
-    _nav(page, "Team")
+    nav(page, "Team")
     look(page, "flow-14-team")
     page.get_by_label("Email").fill(MEMBER)
     page.get_by_label("Role:", exact=True).select_option("user")
-    _follow(page, page.get_by_role("button", name="Send the invite"))
-    assert f"Invite sent to {MEMBER}" in _messages(page)
+    follow(page, page.get_by_role("button", name="Send the invite"))
+    assert f"Invite sent to {MEMBER}" in messages(page)
     look(page, "flow-15-team-invited")
 
     link = _link_path(mail.outbox[-1])
@@ -213,12 +199,12 @@ def _invite_a_member_who_accepts(page, member) -> None:
     look(member, "flow-16-invite")
     member.get_by_label("Choose a password").fill(PASSWORD)
     member.get_by_label("Repeat it").fill(PASSWORD)
-    _follow(member, member.get_by_role("button", name="Accept the invite"))
+    follow(member, member.get_by_role("button", name="Accept the invite"))
     # Accepting signs the new member in and lands on the dashboard.
     assert member.url.endswith("/dashboard") and member.inner_text("h1") == "Acme Labs"
-    assert "you joined as user" in _messages(member)
+    assert "you joined as user" in messages(member)
     look(member, "flow-17-invite-accepted")
-    _nav(member, "Team")
+    nav(member, "Team")
     assert member.get_by_role("button", name="Send the invite").count() == 0  # users do not invite
     look(member, "flow-18-team-as-member")
 
@@ -227,20 +213,20 @@ def _change_the_members_role(page) -> None:
     page.reload()
     role = page.get_by_label(f"Role of {MEMBER}")
     role.select_option("admin")
-    _follow(page, page.locator("form.inline", has=role).get_by_role("button", name="Change"))
-    assert f"{MEMBER} is now admin." in _messages(page)
+    follow(page, page.locator("form.inline", has=role).get_by_role("button", name="Change"))
+    assert f"{MEMBER} is now admin." in messages(page)
     look(page, "flow-19-team-role-changed")
     assert User.objects.get(email=MEMBER).role == "admin"
 
 
 def _revoke_the_generator(page) -> None:
-    _nav(page, "Generators")
-    _follow(page, page.get_by_role("link", name=GENERATOR))
-    _follow(page, page.get_by_role("link", name="Revoke this generator"))
+    nav(page, "Generators")
+    follow(page, page.get_by_role("link", name=GENERATOR))
+    follow(page, page.get_by_role("link", name="Revoke this generator"))
     look(page, "flow-20-generator-revoke")
     page.get_by_label(f"Type {GENERATOR} to confirm").fill(GENERATOR)
-    _follow(page, page.get_by_role("button", name="Revoke for good"))
-    assert f"Generator {GENERATOR} is revoked" in _messages(page)
+    follow(page, page.get_by_role("button", name="Revoke for good"))
+    assert f"Generator {GENERATOR} is revoked" in messages(page)
     assert "its signatures no longer verify" in page.inner_text("dl")
     look(page, "flow-21-generator-revoked")
 
@@ -250,12 +236,12 @@ def _open_every_other_page(page, visitor) -> None:
     for name, shot in [("Overview", "overview"), ("Records", "records"), ("Audit log", "audit"),
                        ("Billing", "billing"), ("API keys", "api-keys"), ("Generators", "generators"),
                        ("Sign", "sign-no-generator")]:
-        _nav(page, name)
+        nav(page, name)
         look(page, f"page-{shot}")
     page.goto("/dashboard/audit")
     assert "changed the role of" in page.inner_text("table")
     page.goto("/dashboard/api-keys")
-    _follow(page, page.get_by_role("link", name=re.compile("^Revoke")).first)
+    follow(page, page.get_by_role("link", name=re.compile("^Revoke")).first)
     look(page, "page-api-key-revoke")
     _webhook_pages(page)
     _team_pages(page)
@@ -265,34 +251,34 @@ def _open_every_other_page(page, visitor) -> None:
         visitor.goto(path)
         look(visitor, f"page-{shot}")
     visitor.get_by_label("Email").fill(OWNER)
-    _follow(visitor, visitor.get_by_role("button", name="Send a new link"))
+    follow(visitor, visitor.get_by_role("button", name="Send a new link"))
     look(visitor, "page-email-sent")
 
 
 def _webhook_pages(page) -> None:
-    _nav(page, "Webhooks")
+    nav(page, "Webhooks")
     look(page, "page-webhooks")
     page.get_by_label("Endpoint URL").fill("https://93.184.216.34/hook")
     page.get_by_label("record.created").check()
-    _follow(page, page.get_by_role("button", name="Add the endpoint"))
+    follow(page, page.get_by_role("button", name="Add the endpoint"))
     assert page.inner_text("h1") == "Endpoint added"
     look(page, "page-webhook-created")
-    _follow(page, page.get_by_role("link", name="Done"))
+    follow(page, page.get_by_role("link", name="Done"))
     look(page, "page-webhook")
-    _follow(page, page.get_by_role("link", name="Delete this endpoint"))
+    follow(page, page.get_by_role("link", name="Delete this endpoint"))
     look(page, "page-webhook-delete")
 
 
 def _team_pages(page) -> None:
-    _nav(page, "Team")
-    _follow(page, page.get_by_role("link", name=f"personal keys of {MEMBER}"))
+    nav(page, "Team")
+    follow(page, page.get_by_role("link", name=f"personal keys of {MEMBER}"))
     look(page, "page-member-keys")
-    _follow(page, page.get_by_role("button", name=f"Create a personal key for {MEMBER}"))
+    follow(page, page.get_by_role("button", name=f"Create a personal key for {MEMBER}"))
     look(page, "page-member-key-created")
-    _nav(page, "Team")
-    _follow(page, page.get_by_role("link", name=f"personal keys of {MEMBER}"))
-    _follow(page, page.get_by_role("link", name=re.compile("^Revoke")))
+    nav(page, "Team")
+    follow(page, page.get_by_role("link", name=f"personal keys of {MEMBER}"))
+    follow(page, page.get_by_role("link", name=re.compile("^Revoke")))
     look(page, "page-member-key-revoke")
-    _nav(page, "Team")
-    _follow(page, page.get_by_role("link", name=f"Remove {MEMBER}"))
+    nav(page, "Team")
+    follow(page, page.get_by_role("link", name=f"Remove {MEMBER}"))
     look(page, "page-member-remove")

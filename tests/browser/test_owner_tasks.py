@@ -23,6 +23,7 @@ from dashboard.models import SignedFile
 from generators.models import Generator
 from provenance.models import Record
 from teams.models import Invite
+from tests.browser.navigation import follow, messages, nav, path
 from tests.browser.page_checks import look
 from tests.browser.screenshots import shoot
 from tests.media import photo_bytes
@@ -52,94 +53,77 @@ def test_an_owner_does_every_task_with_reloads_back_and_bookmarks(page, new_page
     _revoke_the_generator(page)
 
 
-def _follow(page, locator) -> None:
-    with page.expect_navigation():
-        locator.click()
-
-
-def _nav(page, name: str) -> None:
-    _follow(page, page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True))
-
-
-def _messages(page) -> str:
-    return page.inner_text(".messages")
-
-
-def _path(page) -> str:
-    return re.sub(r"^https?://[^/]+", "", page.url)
-
-
 def _sign_up(page) -> None:
     page.goto("/signup")
     page.get_by_label("Organization name").fill(ORG)
     page.get_by_label("Email").fill(OWNER)
     page.get_by_label("Password (").fill(PASSWORD)
     page.get_by_label("Repeat the password").fill(PASSWORD)
-    _follow(page, page.get_by_role("button", name="Create the organization"))
+    follow(page, page.get_by_role("button", name="Create the organization"))
     assert page.inner_text("h1") == ORG
     page.goto(re.search(r"https?://[^/\s]+(/verify-email\S+)", mail.outbox[-1].body).group(1))
-    _follow(page, page.get_by_role("button", name="Confirm my email address"))
+    follow(page, page.get_by_role("button", name="Confirm my email address"))
     assert User.objects.get(email=OWNER).email_verified
 
 
 def _sign_out_and_in(page) -> None:
     page.goto("/logout")  # typed: nothing happens, the page says where signing out lives
-    assert _path(page) == "/dashboard" and "use the Sign out button" in _messages(page)
-    _follow(page, page.get_by_role("button", name="Sign out"))
+    assert path(page) == "/dashboard" and "use the Sign out button" in messages(page)
+    follow(page, page.get_by_role("button", name="Sign out"))
     page.goto("/dashboard/api-keys")  # a bookmark while signed out: the sign-in, then back to it
-    assert _path(page).startswith("/login?next=")
+    assert path(page).startswith("/login?next=")
     page.get_by_label("Email").fill(OWNER)
     page.get_by_label("Password").fill(PASSWORD)
-    _follow(page, page.get_by_role("button", name="Sign in"))
-    assert _path(page) == "/dashboard/api-keys"
+    follow(page, page.get_by_role("button", name="Sign in"))
+    assert path(page) == "/dashboard/api-keys"
 
 
 def _create_a_key_and_reload_it(page) -> str:
     page.get_by_label("Name (what uses this key)").fill("ci")
-    _follow(page, page.get_by_role("button", name="Create an organization key"))
+    follow(page, page.get_by_role("button", name="Create an organization key"))
     key = page.get_by_label("API key").input_value()
     assert key.startswith("svc_key_") and key not in page.url
     look(page, "tasks-01-key-created")
-    created_page = _path(page)
+    created_page = path(page)
 
     page.reload()
     assert "was already shown" in page.inner_text("main") and key not in page.content()
     look(page, "tasks-02-key-already-shown")
     page.go_back()
-    assert _path(page) == "/dashboard/api-keys"
+    assert path(page) == "/dashboard/api-keys"
     page.go_forward()
-    assert _path(page) == created_page and key not in page.content()
+    assert path(page) == created_page and key not in page.content()
     assert ApiKey.objects.filter(name="ci").count() == 1
 
     page.goto("/dashboard/api-keys/new")  # the form's action, opened as a bookmark: no key, the form
-    assert _path(page) == "/dashboard/api-keys" and "Create a key with the form" in _messages(page)
+    assert path(page) == "/dashboard/api-keys" and "Create a key with the form" in messages(page)
     assert ApiKey.objects.count() == 1
     look(page, "tasks-03-api-keys")
     return created_page
 
 
 def _register_a_generator(page) -> None:
-    _nav(page, "Generators")
+    nav(page, "Generators")
     page.get_by_label("Name").fill(GENERATOR)
-    _follow(page, page.get_by_role("button", name="Register"))
-    assert f"Generator {GENERATOR} is registered." in _messages(page)
+    follow(page, page.get_by_role("button", name="Register"))
+    assert f"Generator {GENERATOR} is registered." in messages(page)
     page.reload()
     assert Generator.objects.count() == 1
     generator = Generator.objects.get()
     page.goto(f"/dashboard/generators/{generator.pk}/rotate")  # a bookmark of the rotate form's action
-    assert _path(page) == f"/dashboard/generators/{generator.pk}" and "Rotate the key" in _messages(page)
+    assert path(page) == f"/dashboard/generators/{generator.pk}" and "Rotate the key" in messages(page)
     assert generator.keys.count() == 1
     look(page, "tasks-04-generator")
 
 
 def _sign_and_download(page) -> str:
     photo = photo_bytes("astronaut", "jpeg")
-    _nav(page, "Sign")
+    nav(page, "Sign")
     page.get_by_label("Generator").select_option(label=GENERATOR)
     page.get_by_label("Model name").fill("sdxl-turbo")
     page.get_by_label("File to sign").set_input_files(
         files={"name": "moon walk.jpg", "mimeType": "image/jpeg", "buffer": photo})
-    _follow(page, page.get_by_role("button", name="Sign and download"))
+    follow(page, page.get_by_role("button", name="Sign and download"))
     assert page.inner_text("h1") == "Signed" and "data:" not in page.content()
     record = Record.objects.get()
     main = page.inner_text("main")
@@ -156,7 +140,7 @@ def _sign_and_download(page) -> str:
 
     page.reload()  # the result page again: no second signature
     page.go_back()
-    assert _path(page) == "/dashboard/sign"
+    assert path(page) == "/dashboard/sign"
     assert Record.objects.count() == 1 and SignedFile.objects.count() == 1
     return str(record.pk)
 
@@ -168,25 +152,25 @@ def _upload(content: bytes):
 
 
 def _read_the_records(page, record_id: str) -> None:
-    _nav(page, "Records")
+    nav(page, "Records")
     assert record_id in page.inner_text("main")
     look(page, "tasks-06-records")
 
 
 def _ask_for_growth_which_staff_apply(page, staff) -> None:
-    _nav(page, "Billing")
-    _follow(page, page.get_by_role("link", name="Choose Growth"))
+    nav(page, "Billing")
+    follow(page, page.get_by_role("link", name="Choose Growth"))
     look(page, "tasks-07-billing-choose")
     page.get_by_label("annual").check()
-    _follow(page, page.get_by_role("button", name="Request this plan"))
-    assert "is sent to billing@localhost" in _messages(page)
+    follow(page, page.get_by_role("button", name="Request this plan"))
+    assert "is sent to billing@localhost" in messages(page)
     assert "Requested: the Growth plan, billed annual" in page.inner_text("#pending-request")
     page.reload()  # no second request, no second email
     assert PlanRequest.objects.count() == 1
     page.goto(f"/dashboard/billing/requests/{PlanRequest.objects.get().pk}/cancel")  # a bookmark: asks first
     assert page.inner_text("h1") == "Cancel your request for Growth?"
     look(page, "tasks-08-billing-cancel-confirm")
-    _follow(page, page.get_by_role("link", name="Cancel", exact=True))
+    follow(page, page.get_by_role("link", name="Cancel", exact=True))
     assert PlanRequest.objects.get().is_pending
     [email] = [message for message in mail.outbox if message.to == ["billing@localhost"]]
     look(page, "tasks-08-billing-pending")
@@ -195,12 +179,12 @@ def _ask_for_growth_which_staff_apply(page, staff) -> None:
     staff.goto(re.search(r"https?://[^/\s]+(/admin/\S+)", email.body).group(1))
     staff.get_by_label("Email").fill(STAFF)
     staff.get_by_label("Password").fill(PASSWORD)
-    _follow(staff, staff.get_by_role("button", name="Log in"))
+    follow(staff, staff.get_by_role("button", name="Log in"))
     assert "pending" in staff.inner_text("#content")
     staff.goto("/admin/billing/planrequest/?status__exact=pending")
     staff.locator("input[name=_selected_action]").first.check()
     staff.locator("select[name=action]").select_option(label="Apply the requested plan")
-    _follow(staff, staff.get_by_role("button", name="Go"))
+    follow(staff, staff.get_by_role("button", name="Go"))
     assert "Applied 1 request." in staff.inner_text(".messagelist")
     shoot(staff, "tasks-09-admin-plan-requests")  # Django's admin: its own markup, not checked by `look`
 
@@ -211,15 +195,15 @@ def _ask_for_growth_which_staff_apply(page, staff) -> None:
 
 
 def _invite_a_member_who_accepts(page, member) -> None:
-    _nav(page, "Team")
+    nav(page, "Team")
     page.get_by_label("Email").fill(MEMBER)
     page.get_by_label("Role:", exact=True).select_option("admin")
-    _follow(page, page.get_by_role("button", name="Send the invite"))
+    follow(page, page.get_by_role("button", name="Send the invite"))
     page.reload()
     assert len([m for m in mail.outbox if m.to == [MEMBER]]) == 1  # a reload sends no second invite
     look(page, "tasks-10-team-invited")
     page.goto("/dashboard/team/invites")  # the invite form's action, bookmarked: the team page
-    assert _path(page) == "/dashboard/team" and "Send an invite with the form" in _messages(page)
+    assert path(page) == "/dashboard/team" and "Send an invite with the form" in messages(page)
     page.goto(f"/dashboard/team/invites/{Invite.objects.get().pk}/cancel")  # asks first, cancels nothing
     look(page, "tasks-10-invite-cancel-confirm")
     page.go_back()
@@ -228,22 +212,22 @@ def _invite_a_member_who_accepts(page, member) -> None:
     member.goto(re.search(r"https?://[^/\s]+(/invite/\S+)", mail.outbox[-1].body).group(1))
     member.get_by_label("Choose a password").fill(PASSWORD)
     member.get_by_label("Repeat it").fill(PASSWORD)
-    _follow(member, member.get_by_role("button", name="Accept the invite"))
-    assert _path(member) == "/dashboard" and member.inner_text("h1") == ORG
-    assert "you joined as admin" in _messages(member)
+    follow(member, member.get_by_role("button", name="Accept the invite"))
+    assert path(member) == "/dashboard" and member.inner_text("h1") == ORG
+    assert "you joined as admin" in messages(member)
     look(member, "tasks-11-member-landed")
     member.go_back()  # the used invite: a page that says so, not an error
     assert "not valid" in member.inner_text("h1")
-    _nav(member, "Team")
+    nav(member, "Team")
     assert MEMBER in member.inner_text("table")
 
 
 def _add_a_webhook_and_reload_it(page) -> None:
-    _nav(page, "Webhooks")
+    nav(page, "Webhooks")
     # A public literal address (no DNS), for an event this walk never causes: nothing is ever sent.
     page.get_by_label("Endpoint URL").fill("https://93.184.216.34/hook")
     page.get_by_label("quota.limit").check()
-    _follow(page, page.get_by_role("button", name="Add the endpoint"))
+    follow(page, page.get_by_role("button", name="Add the endpoint"))
     secret = page.get_by_label("Signing secret").input_value()
     assert secret.startswith("whsec_")
     look(page, "tasks-12-webhook-created")
@@ -252,7 +236,7 @@ def _add_a_webhook_and_reload_it(page) -> None:
     assert WebhookEndpoint.objects.count() == 1
     endpoint = WebhookEndpoint.objects.get()
     page.goto(f"/dashboard/webhooks/{endpoint.pk}/status")  # a bookmark of the enable/disable action
-    assert _path(page) == f"/dashboard/webhooks/{endpoint.pk}" and WebhookEndpoint.objects.get().status == "active"
+    assert path(page) == f"/dashboard/webhooks/{endpoint.pk}" and WebhookEndpoint.objects.get().status == "active"
     look(page, "tasks-13-webhook")
 
 
@@ -261,8 +245,8 @@ def _revoke_the_key(page, key_page: str) -> None:
     page.goto(f"/dashboard/api-keys/{key.pk}/revoke")  # a bookmark: the confirmation, nothing revoked yet
     assert ApiKey.objects.get(pk=key.pk).revoked_at is None
     look(page, "tasks-14-key-revoke")
-    _follow(page, page.get_by_role("button", name="Revoke the key"))
-    assert f"Key {key.preview} is revoked." in _messages(page)
+    follow(page, page.get_by_role("button", name="Revoke the key"))
+    assert f"Key {key.preview} is revoked." in messages(page)
     page.go_back()  # the confirmation of a revoked key: not found, as a page
     assert page.inner_text("h1") == "Not found"
     page.goto(key_page)
@@ -273,8 +257,8 @@ def _revoke_the_generator(page) -> None:
     generator = Generator.objects.get()
     page.goto(f"/dashboard/generators/{generator.pk}/revoke")
     page.get_by_label(f"Type {GENERATOR} to confirm").fill(GENERATOR)
-    _follow(page, page.get_by_role("button", name="Revoke for good"))
-    assert f"Generator {GENERATOR} is revoked" in _messages(page)
+    follow(page, page.get_by_role("button", name="Revoke for good"))
+    assert f"Generator {GENERATOR} is revoked" in messages(page)
     page.reload()
     assert Generator.objects.get().status == "revoked"
     look(page, "tasks-15-generator-revoked")

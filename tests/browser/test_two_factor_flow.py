@@ -14,6 +14,7 @@ import pytest
 from django.core import mail
 
 from tests import factories
+from tests.browser.navigation import follow, messages
 from tests.browser.page_checks import look
 from tests.log_scan import register_secret
 
@@ -23,25 +24,16 @@ NEW_PASSWORD = "a-new-long-password"
 CODE_SHAPE = re.compile(r"^[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}$")
 
 
-def _follow(page, locator) -> None:
-    with page.expect_navigation():
-        locator.click()
-
-
-def _messages(page) -> str:
-    return page.inner_text(".messages")
-
-
 def _sign_in(page, email: str, password: str = factories.PASSWORD) -> None:
     page.goto("/login")
     page.get_by_label("Email").fill(email)
     page.get_by_label("Password").fill(password)
-    _follow(page, page.get_by_role("button", name="Sign in"))
+    follow(page, page.get_by_role("button", name="Sign in"))
 
 
 def _enter_code(page, code: str) -> None:
     page.get_by_label("Code from your authenticator app, or a recovery code").fill(code)
-    _follow(page, page.get_by_role("button", name="Verify and sign in"))
+    follow(page, page.get_by_role("button", name="Verify and sign in"))
 
 
 def test_recovery_codes_are_shown_once_work_once_and_a_password_change_signs_out_other_browsers(page, new_page):
@@ -56,7 +48,7 @@ def test_recovery_codes_are_shown_once_work_once_and_a_password_change_signs_out
     assert page.url.endswith("/login/2fa")
     wrong = "000000" if pyotp.TOTP(_secret_of(owner)).now() != "000000" else "111111"
     _enter_code(page, wrong)
-    assert page.url.endswith("/login/2fa") and "That code is not right." in _messages(page)
+    assert page.url.endswith("/login/2fa") and "That code is not right." in messages(page)
     look(page, "2fa-04-wrong-code")
     _enter_code(page, codes[0])
     assert page.url.endswith("/dashboard") and page.inner_text("h1") == "Acme Labs"
@@ -64,7 +56,7 @@ def test_recovery_codes_are_shown_once_work_once_and_a_password_change_signs_out
 
     _sign_in(page, owner.email)
     _enter_code(page, codes[0])
-    assert page.url.endswith("/login/2fa") and "This recovery code was already used" in _messages(page)
+    assert page.url.endswith("/login/2fa") and "This recovery code was already used" in messages(page)
     look(page, "2fa-05-code-already-used")
     _enter_code(page, codes[1].upper())
     assert page.url.endswith("/dashboard")
@@ -82,12 +74,12 @@ def _secret_of(owner) -> str:
 
 def _turn_on_two_factor(page) -> list[str]:
     page.goto("/dashboard/security")
-    _follow(page, page.get_by_role("button", name="Set up two-factor sign-in"))
+    follow(page, page.get_by_role("button", name="Set up two-factor sign-in"))
     secret = page.get_by_label("Secret (for manual entry)").input_value()
     page.get_by_label("6-digit code").fill(pyotp.TOTP(secret).now())
-    _follow(page, page.get_by_role("button", name="Turn two-factor sign-in on"))
+    follow(page, page.get_by_role("button", name="Turn two-factor sign-in on"))
     assert page.url.endswith("/dashboard/security/recovery-codes")
-    assert "Two-factor sign-in is on." in _messages(page)
+    assert "Two-factor sign-in is on." in messages(page)
     codes = page.get_by_label("Your 10 recovery codes").input_value().split()
     for code in codes:
         register_secret(code)
@@ -110,8 +102,8 @@ def _turn_on_two_factor(page) -> list[str]:
 
 
 def _sign_out(page) -> None:
-    _follow(page, page.get_by_role("button", name="Sign out"))
-    assert "You are signed out." in _messages(page)
+    follow(page, page.get_by_role("button", name="Sign out"))
+    assert "You are signed out." in messages(page)
 
 
 def _change_the_password(page, other_browser) -> None:
@@ -121,15 +113,15 @@ def _change_the_password(page, other_browser) -> None:
     page.locator("#id_current_password").fill("not my password")
     page.get_by_label("New password (").fill(NEW_PASSWORD)
     page.get_by_label("Repeat the new password").fill(NEW_PASSWORD)
-    _follow(page, page.get_by_role("button", name="Change password"))
+    follow(page, page.get_by_role("button", name="Change password"))
     assert "Your current password is not right." in page.inner_text("main")
     look(page, "2fa-06-password-wrong-current")
 
     page.locator("#id_current_password").fill(factories.PASSWORD)
     page.get_by_label("New password (").fill(NEW_PASSWORD)
     page.get_by_label("Repeat the new password").fill(NEW_PASSWORD)
-    _follow(page, page.get_by_role("button", name="Change password"))
-    assert "Your password is changed. Every other session is signed out." in _messages(page)
+    follow(page, page.get_by_role("button", name="Change password"))
+    assert "Your password is changed. Every other session is signed out." in messages(page)
     look(page, "2fa-07-password-changed")
     assert mail.outbox[-1].subject == "Your password was changed"
 
