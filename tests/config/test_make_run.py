@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,11 +22,13 @@ from svc_client.cli import main as svc
 from tests.log_scan import watch_file
 from tests.media import photo_bytes
 from tests.proc_sockets import free_port
+from tests.waiting import process_tree, serving, wait_until
 
 PROJECT = Path(__file__).resolve().parents[2]
-STARTUP_SECONDS = 120  # `make run` migrates a new database first
-SEQUENCED_SECONDS = 30
-STOP_SECONDS = 30
+# CPU seconds the processes of `make run` may spend before each state is reached (tests/waiting.py).
+STARTUP_CPU_SECONDS = 120  # migrating a new database and starting both processes: about 10 here
+SEQUENCED_CPU_SECONDS = 30  # sequencer rounds: milliseconds each
+STOP_CPU_SECONDS = 30
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 
@@ -66,21 +67,21 @@ def make_run(tmp_path):
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            assert make.poll() is None, f"make run exited with {make.returncode}:\n{output_path.read_text()[-4000:]}"
-            assert time.monotonic() < deadline, f"no answer on {base}:\n{output_path.read_text()[-4000:]}"
-            try:
-                requests.get(f"{base}/healthz", timeout=2)
-                break
-            except requests.ConnectionError:
-                time.sleep(0.3)
+        wait_until(lambda: serving(f"{base}/healthz"), pids=lambda: process_tree(make.pid),
+                   cpu_budget=STARTUP_CPU_SECONDS, what=f"make run answering on {base}",
+                   alive=lambda: make.poll() is None, details=lambda: output_path.read_text()[-4000:])
         yield base, output_path, make
     finally:
         if make.poll() is None:
             os.killpg(make.pid, signal.SIGKILL)
             make.wait()
         output.close()
+
+
+def _sequenced(condition, make, output_path, what: str):
+    """What `condition` returns once the log has the record, bounded by the CPU make run's processes spend."""
+    return wait_until(condition, pids=lambda: process_tree(make.pid), cpu_budget=SEQUENCED_CPU_SECONDS, what=what,
+                      alive=lambda: make.poll() is None, details=lambda: output_path.read_text()[-4000:])
 
 
 def _newcomer_key(base: str) -> str:
@@ -104,11 +105,11 @@ def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_proc
     created = client.record_submit(record_sign(key=key, generator_id=generator["generator_id"], model="m-1",
                                                data=photo_bytes(fmt="png")))
 
-    deadline = time.monotonic() + SEQUENCED_SECONDS
-    while (inclusion := requests.get(f"{base}/v1/log/inclusion", params={"record_id": created.record_id},
-                                     timeout=30).json())["status"] != "integrated":
-        assert time.monotonic() < deadline, f"never sequenced: {inclusion}\n{output_path.read_text()[-4000:]}"
-        time.sleep(0.3)
+    def inclusion():
+        found = requests.get(f"{base}/v1/log/inclusion", params={"record_id": created.record_id}, timeout=30).json()
+        return found if found["status"] == "integrated" else None
+
+    inclusion = _sequenced(inclusion, make, output_path, "the first record sequenced")
     assert inclusion["index"] == 0 and inclusion["tree_size"] >= 1
     checkpoint = requests.get(f"{base}/v1/log/checkpoint", timeout=30)
     assert checkpoint.status_code == 200 and checkpoint.text.splitlines()[1] == str(inclusion["tree_size"])
@@ -119,10 +120,8 @@ def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_proc
     os.kill(sequencer, signal.SIGKILL)
     second = client.record_submit(record_sign(key=key, generator_id=generator["generator_id"], model="m-1",
                                               data=photo_bytes(fmt="jpeg")))
-    deadline = time.monotonic() + SEQUENCED_SECONDS
-    while requests.get(f"{base}/v1/records/{second.record_id}", timeout=30).json()["log"]["status"] != "integrated":
-        assert time.monotonic() < deadline, f"not sequenced after a restart:\n{output_path.read_text()[-4000:]}"
-        time.sleep(0.3)
+    _sequenced(lambda: requests.get(f"{base}/v1/records/{second.record_id}", timeout=30).json()["log"]["status"]
+               == "integrated", make, output_path, "a record sequenced after the sequencer's restart")
     assert "the log sequencer exited (-9); starting it again" in output_path.read_text()
 
     log_keys = tmp_path / "log-keys.json"
@@ -132,12 +131,11 @@ def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_proc
 
     assert _session_pids(make.pid), "the processes of make run are not where this test looks for them"
     os.killpg(make.pid, signal.SIGINT)  # Ctrl-C in the terminal
-    make.wait(timeout=STOP_SECONDS)
-    deadline = time.monotonic() + STOP_SECONDS
-    while (left := _session_pids(make.pid)) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: make.poll() is not None and not _session_pids(make.pid),
+               pids=lambda: [int(line.split(":")[0]) for line in _session_pids(make.pid)],
+               cpu_budget=STOP_CPU_SECONDS, what="every process of make run ended after Ctrl-C",
+               details=lambda: f"{_session_pids(make.pid)}\n{output_path.read_text()[-4000:]}")
     output = output_path.read_text()
-    assert left == [], f"left running after Ctrl-C: {left}\n{output[-4000:]}"
     assert "Starting development server" in output  # both wrote to the terminal
     assert "Log sequencer: a round every" in output and "log: 1 records integrated" in output
     with pytest.raises(requests.ConnectionError):
@@ -153,16 +151,21 @@ def test_make_run_stops_the_sequencer_when_the_server_exits(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        make = subprocess.Popen(["make", "-o", ".venv/.installed", "run", f"PORT={port}",
-                                 f"BIN={Path(sys.executable).parent}"],
-                                cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, text=True)
-        try:
-            output, _ = make.communicate(timeout=STARTUP_SECONDS)
-        finally:
-            if make.poll() is None:
-                os.killpg(make.pid, signal.SIGKILL)
-                make.wait()
+        output_path = tmp_path / "make-run.log"
+        with output_path.open("w") as output_file:
+            make = subprocess.Popen(["make", "-o", ".venv/.installed", "run", f"PORT={port}",
+                                     f"BIN={Path(sys.executable).parent}"],
+                                    cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=output_file,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                wait_until(lambda: make.poll() is not None, pids=lambda: process_tree(make.pid),
+                           cpu_budget=STARTUP_CPU_SECONDS, what="make run ending on a taken port",
+                           details=lambda: output_path.read_text()[-4000:])
+            finally:
+                if make.poll() is None:
+                    os.killpg(make.pid, signal.SIGKILL)
+                    make.wait()
+    output = output_path.read_text()
     assert make.returncode != 0
     assert "runserver exited" in output and "stopping the log sequencer" in output, output[-4000:]
     assert _session_pids(make.pid) == []

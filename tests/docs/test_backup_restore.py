@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psycopg
@@ -23,9 +22,10 @@ from tests.factories import make_api_key, make_generator, make_org, make_user, m
 from tests.log_scan import watch_file
 from tests.media import photo_bytes
 from tests.proc_sockets import free_port
+from tests.waiting import process_tree, serving, wait_until
 
 PROJECT = Path(__file__).resolve().parents[2]
-STARTUP_SECONDS = 120
+STARTUP_CPU_SECONDS = 120  # CPU seconds to start serving (tests/waiting.py)
 
 pytestmark = [pytest.mark.postgres,
               pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL dump and restore"),
@@ -63,14 +63,9 @@ class Server:
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "runserver", "--noreload", self.base.removeprefix("http://")],
             cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            assert self.process.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
-            try:
-                requests.get(f"{self.base}/healthz", timeout=2)
-                return
-            except requests.ConnectionError:
-                time.sleep(0.2)
+        wait_until(lambda: serving(f"{self.base}/healthz"), pids=lambda: process_tree(self.process.pid),
+                   cpu_budget=STARTUP_CPU_SECONDS, what=f"runserver answering on {self.base}",
+                   alive=lambda: self.process.poll() is None, details=lambda: log_path.read_text()[-3000:])
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGINT)

@@ -11,20 +11,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-import requests
 
 from tests.docs.readme_blocks import assigned_names, blocks_of, unmet
 from tests.log_scan import watch_file
 from tests.proc_sockets import free_port
+from tests.waiting import process_tree, serving, wait_until
 
 PROJECT = Path(__file__).resolve().parents[2]
 README = PROJECT / "README.md"
 DOCUMENTED_ADDRESS = "127.0.0.1:8000"
-STARTUP_SECONDS = 120
+STARTUP_CPU_SECONDS = 120  # CPU seconds to start serving (tests/waiting.py)
 BLOCK_SECONDS = 180
 MOST_SKIPPED = 6  # blocks shown but not run must stay few
 
@@ -46,15 +45,9 @@ def readme_server(tmp_path):
     server = subprocess.Popen([sys.executable, "deploy/run_dev.py", address], cwd=PROJECT, env=env,
                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            assert server.poll() is None, log_path.read_text()[-4000:]
-            assert time.monotonic() < deadline, log_path.read_text()[-4000:]
-            try:
-                requests.get(f"http://{address}/healthz", timeout=2)
-                break
-            except requests.ConnectionError:
-                time.sleep(0.2)
+        wait_until(lambda: serving(f"http://{address}/healthz"), pids=lambda: process_tree(server.pid),
+                   cpu_budget=STARTUP_CPU_SECONDS, what=f"the README's server answering on {address}",
+                   alive=lambda: server.poll() is None, details=lambda: log_path.read_text()[-4000:])
         yield address, log_path
     finally:
         server.send_signal(signal.SIGINT)

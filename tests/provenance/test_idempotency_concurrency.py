@@ -2,8 +2,8 @@
 Real threads, real transactions and PostgreSQL's locks."""
 
 import io
+import os
 import threading
-import time
 
 import psycopg
 import pytest
@@ -19,6 +19,7 @@ from provenance.models import Record
 from tests import factories
 from tests.concurrent_requests import responses_concurrently
 from tests.media import photo_bytes
+from tests.waiting import wait_until
 
 pytestmark = [
     pytest.mark.postgres,
@@ -108,10 +109,9 @@ def test_a_holder_whose_connection_dies_frees_the_key_for_the_waiting_retry():
     retry = threading.Thread(target=lambda: responses.extend(responses_concurrently(1, lambda client: client.post(
         "/v1/records", body, format="json", HTTP_AUTHORIZATION=f"Bearer {key}", HTTP_IDEMPOTENCY_KEY="crash-1"))))
     retry.start()
-    deadline = time.monotonic() + 30
-    while not _someone_waits_on_a_lock() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _someone_waits_on_a_lock()
+    # This process runs the retry's thread: what it spends bounds the wait (tests/waiting.py).
+    wait_until(_someone_waits_on_a_lock, pids=lambda: [os.getpid()], cpu_budget=30,
+               what="the retry waiting on the claim's lock")
     assert Record.objects.filter(org=org).count() == 0
     dying.close()  # the worker dies: PostgreSQL rolls its transaction back
     retry.join(timeout=60)
