@@ -176,14 +176,21 @@ def read(mix: np.ndarray, rate: float, lattice_steps: tuple[float, ...]) -> int 
     rows, cols = np.nonzero(which < PILOT_SYMBOLS)
     signs = 2.0 * layout().pilot[which[rows, cols]] - 1.0
     pilot_dither = order.dither[which[rows, cols]]
-    candidates = []
-    for offset in np.arange(0.0, SLOT_SECONDS, _READ_OFFSET):
-        d, weight = _differences(cumulative, rate, offset, slots)
-        for step in lattice_steps:
-            soft = -np.cos(2 * np.pi * (d[cols] / step - pilot_dither)) * weight[cols]
-            z = np.bincount(rows, soft * signs, N_SYMBOLS) / np.sqrt(np.bincount(rows, soft * soft, N_SYMBOLS) + 1e-12)
-            shift = int(np.argmax(z))
-            candidates.append((float(z[shift]), offset, step, shift))
+    # every offset and step at once (float32: the pilot only ranks the syncs, which are decoded in float64)
+    offsets = np.arange(0.0, SLOT_SECONDS, _READ_OFFSET)
+    d, weight = _differences(cumulative, rate, offsets, slots)  # (offsets, slots - 1)
+    turns = d[:, None, cols].astype(np.float32) / np.array(lattice_steps, dtype=np.float32)[None, :, None]
+    turns -= pilot_dither.astype(np.float32)
+    soft = np.cos(turns * np.float32(2 * np.pi), out=turns)
+    soft *= -weight[:, None, cols].astype(np.float32)  # (offsets, steps, pilot entries)
+    trials = len(offsets) * len(lattice_steps)
+    at = (rows + N_SYMBOLS * np.arange(trials)[:, None]).ravel()
+    signed = np.bincount(at, (soft * signs.astype(np.float32)).ravel(), trials * N_SYMBOLS)
+    power = np.bincount(at, (soft * soft).ravel(), trials * N_SYMBOLS)
+    z = (signed / np.sqrt(power + 1e-12)).reshape(len(offsets), len(lattice_steps), N_SYMBOLS)
+    shifts = z.argmax(axis=2)
+    candidates = [(float(z[o, k, shifts[o, k]]), float(offsets[o]), lattice_steps[k], int(shifts[o, k]))
+                  for o in range(len(offsets)) for k in range(len(lattice_steps))]
     candidates.sort(reverse=True)
     for z, offset, step, shift in candidates[:_CANDIDATES]:
         if z < _MIN_PILOT_Z:
@@ -197,17 +204,19 @@ def read(mix: np.ndarray, rate: float, lattice_steps: tuple[float, ...]) -> int 
     return None
 
 
-def _differences(cumulative: np.ndarray, rate: float, offset: float, slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """For the slots starting at ``offset`` (seconds): each slot's log core energy less the previous
-    one's (slots 1..), and its weight: 0 where either is silent, less where either is quiet."""
-    starts = offset + np.arange(slots) * SLOT_SECONDS
-    edges = np.stack([starts + RAMP_SECONDS, starts + SLOT_SECONDS - RAMP_SECONDS], axis=1) * rate
-    at = _at(cumulative, edges.ravel()).reshape(slots, 2)
-    core = np.maximum(at[:, 1] - at[:, 0], 0.0)
-    level = np.minimum(core[1:], core[:-1])
+def _differences(cumulative: np.ndarray, rate: float, offset: float | np.ndarray,
+                 slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """For the slots starting at ``offset`` (seconds; an array of offsets gives a row each): each slot's log
+    core energy less the previous one's (slots 1..), and its weight: 0 where either is silent, less where
+    either is quiet."""
+    starts = np.asarray(offset, dtype=np.float64)[..., None] + np.arange(slots) * SLOT_SECONDS
+    edges = np.stack([starts + RAMP_SECONDS, starts + SLOT_SECONDS - RAMP_SECONDS], axis=-1) * rate
+    at = _at(cumulative, edges.ravel()).reshape(edges.shape)
+    core = np.maximum(at[..., 1] - at[..., 0], 0.0)
+    level = np.minimum(core[..., 1:], core[..., :-1])
     loud = level / ((SLOT_SECONDS - 2 * RAMP_SECONDS) * rate) > _SILENT_POWER
-    weight = loud * level / (level + _QUIET * np.median(level) + 1e-30)
-    return np.diff(np.log(core + 1e-30)), weight
+    weight = loud * level / (level + _QUIET * np.median(level, axis=-1, keepdims=True) + 1e-30)
+    return np.diff(np.log(core + 1e-30), axis=-1), weight
 
 
 def _at(cumulative: np.ndarray, positions: np.ndarray) -> np.ndarray:
