@@ -105,6 +105,9 @@ class AudioCodec(Codec):
     family = "audio"
     token_source = "metadata"  # ID3 TXXX, Vorbis comment or RIFF chunk: all reported as "metadata"
     can_watermark = True
+    # The hash covers every byte the decoder is given (WAV's fmt and data, FLAC's STREAMINFO and frames, the
+    # MPEG frames): only the token container is left out of it.
+    hash_covers_mark = True
 
     @abstractmethod
     def stream_info(self, container: object) -> StreamInfo:

@@ -22,8 +22,9 @@ Design
   the cells. The cells are planned on the mix as the envelope scales it, within what it left.
 * The layout repeats every ``PERIOD_SLOTS`` slots (8.4 s): any 8.5 s of the recording hold every
   symbol once. Reading (``reading.py``) searches the sync with the pilot, at the original speed
-  and then over a +-2.5% grid, reads at most three windows of 25.6 s, and accepts an id only if
-  the pilot is significant, the CRC matches and the soft values agree with the codeword:
+  and then over a +-2.5% grid (scored coarsely first), reads at most three windows of 25.6 s, and
+  accepts an id only if the pilot is significant, the CRC matches and the soft values agree with
+  the codeword:
   otherwise ``None``, never a wrong id. Between the two, the envelope is read (same acceptance).
   Marks made before the envelope existed read as before: the cells are unchanged.
 

@@ -3,7 +3,10 @@
 Reading tries every cyclic shift of the period and 8-ms offset, keeps the one where the pilot
 bits agree best, and adds up the soft values of every copy in the window. A speed change
 (resampling, pitch moves too) is undone by resampling the 8 kHz analysis signal: 1.0 first,
-then a grid of +-2.5% in 0.25% steps scored by the pilot alone. A window is read as is, then
+then a grid of +-2.5% in 0.25% steps scored by the pilot alone on 16-ms offsets, the best three
+scored again on 8-ms offsets and decoded. The pilot search is array work over every offset, shift
+and step at once, in float32 (it only ranks syncs): a 12-s read that finds nothing, the dearest,
+costs about 0.15 s of CPU (docs/performance.md). A window is read as is, then
 with each band's noise floor (from its quietest cells) subtracted and cells weighted by their
 estimated signal share, since added noise fills the pauses of speech. A read is accepted only
 if the pilot is significant, the CRC matches and the soft values agree with the re-encoded
@@ -105,8 +108,9 @@ _WINDOW32 = sp.analysis_window().astype(np.float32)
 
 
 def _cells(power: np.ndarray, denoise: bool = False, step: int = sp.READ_STEP) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(features, weights) of the slot grid at each offset: `power` has ``step`` frames a hop (8 ms apart
-    for `_power`'s default hop, 16 ms at hop ``sp.HOP`` and ``step`` 1). With ``denoise``, each band's
+    """(features, weights) of the slot grid at each offset, ``step`` offsets a frame of ``sp.HOP``: 8-ms
+    offsets from `_power`'s default hop (``step`` 2), 16-ms ones from hop ``sp.HOP`` (``step`` 1). With
+    ``denoise``, each band's
     noise floor (estimated from its quietest cells) is subtracted and cells are weighted by
     their estimated share of signal: added broadband noise fills the pauses of speech."""
     cells = []
