@@ -12,6 +12,8 @@ import time
 import pytest
 
 from media_codecs import get_codec, open_media
+from media_codecs.audio import spectrum
+from media_codecs.audio.watermark import reading
 from tests import audio
 from tests.media_codecs.audio.test_marked_containers import music
 
@@ -56,3 +58,21 @@ def test_a_12_s_read_stays_within_its_cpu_budget(clips, case):
     found, cpu = _cpu_of_read(clips[case])
     assert found == (None if case.endswith("unmarked") else MARK)
     assert cpu < READ_BUDGET, f"{case}: {cpu:.2f} s of CPU"
+
+
+def test_a_read_that_finds_nothing_bounds_its_pilot_searches(clips, monkeypatch):
+    """Counted, not timed: the offsets the cells' pilot is searched at (each a gather over every shift and
+    step) for a 12-s clip with no mark. The speed grid is scored on the 16-ms offsets, and only the best
+    three speeds on every 8-ms one (each of the 20 speeds on all 8 before: 176 offsets in all)."""
+    searched = []
+    original = reading._pilot_search
+
+    def counted(cells):
+        searched.append(len(cells))
+        return original(cells)
+
+    monkeypatch.setattr(reading, "_pilot_search", counted)
+    assert get_codec("wav").extract_watermark(clips["wav unmarked"]) is None
+    fine, coarse = 2 * spectrum.SLOT_FRAMES, spectrum.SLOT_FRAMES
+    assert sorted(searched) == sorted([fine] * 2 + [coarse] * len(reading._SPEEDS) + [fine] * reading._SPEED_TRIALS)
+    assert sum(searched) == 120
