@@ -83,13 +83,20 @@ def _resampled(x: np.ndarray, up: int, down: int) -> np.ndarray:
     # imported here: importing media_codecs must stay cheap and scipy-free (tests/media_codecs/test_pure.py)
     from scipy.signal import resample_poly
 
-    return x if up == down else resample_poly(x, up, down, window=_lowpass(up, down))
+    if up == down:
+        return x
+    # the filter resample_poly would design (its default), designed once for the common ratios: the reader's
+    # speed grid resamples by the same 21 for every file. An odd rate's long filter is not kept (a file can
+    # pick its rate: 32 of 960,000 taps would hold 250 MB); at most 32 x 20,001 taps (5 MB) are.
+    window = _lowpass(up, down) if max(up, down) <= _KEPT_FILTER_RATIO else ("kaiser", 5.0)
+    return resample_poly(x, up, down, window=window)
+
+
+_KEPT_FILTER_RATIO = 1000
 
 
 @lru_cache(maxsize=32)
 def _lowpass(up: int, down: int) -> np.ndarray:
-    """The filter `resample_poly` designs for ``up / down`` (its default), designed once: the reader's speed
-    grid resamples by the same 21 ratios for every file. At most 2 x 10 x 2000 + 1 taps (320 KB) each."""
     from scipy.signal import firwin
 
     taps = firwin(2 * 10 * max(up, down) + 1, 1.0 / max(up, down), window=("kaiser", 5.0))
