@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 from media_codecs import get_codec, open_media
@@ -76,3 +77,13 @@ def test_a_read_that_finds_nothing_bounds_its_pilot_searches(clips, monkeypatch)
     fine, coarse = 2 * spectrum.SLOT_FRAMES, spectrum.SLOT_FRAMES
     assert sorted(searched) == sorted([fine] * 2 + [coarse] * len(reading._SPEEDS) + [fine] * reading._SPEED_TRIALS)
     assert sum(searched) == 120
+
+
+def test_only_short_resampling_filters_are_kept():
+    """The reader's speed grid reuses its filters; an odd rate's long one (a file picks its rate) is not kept."""
+    spectrum._lowpass.cache_clear()
+    spectrum.resample(np.zeros(4000), 8000, 44101)  # 44101 / 8000 taken as 9388 / 1703: 187,761 taps
+    assert spectrum._lowpass.cache_info().currsize == 0
+    spectrum.resample(np.zeros(4000), 1.0, 1.0025)  # 401 / 400
+    spectrum.resample(np.zeros(4000), 1.0, 1.0025)
+    assert spectrum._lowpass.cache_info()[:2] == (1, 1)  # (hits, misses)
