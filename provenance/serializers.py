@@ -3,9 +3,9 @@ from datetime import UTC, datetime, time
 
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
 
 from config.paging import PageQuery
+from config.validation import serializers
 from media_codecs import FAMILIES
 from provenance import crypto
 from provenance.hashing import is_content_hash

@@ -1,8 +1,7 @@
 import base64
 import binascii
 
-from rest_framework import serializers
-
+from config.validation import serializers
 from transparency.serializers import LogField
 from verification.summary import summary
 

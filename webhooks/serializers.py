@@ -2,8 +2,8 @@ import json
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
-from rest_framework import serializers
 
+from config.validation import serializers
 from webhooks.events import EVENT_KINDS
 from webhooks.targets import MAX_URL_LENGTH
 
