@@ -178,6 +178,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestContextMiddleware",  # first: request id and access log for every response
+    "config.middleware.RequestHeadLimitMiddleware",  # 414/431 for a request head over gunicorn's limits
     "config.health.ProbeMiddleware",  # /healthz and /readyz, before the Host header is checked
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
