@@ -22,6 +22,7 @@ class WebhookCreateInput(serializers.Serializer):
 
 
 class WebhookUpdateInput(serializers.Serializer):
+    required_one_of = ("url", "events", "status")  # stated in the schema (config/openapi.py)
     url = serializers.CharField(max_length=MAX_URL_LENGTH, required=False)
     events = _events(required=False)
     status = serializers.ChoiceField(choices=["active", "disabled"], required=False)
