@@ -116,9 +116,13 @@ def _start(command: list[str], env: dict[str, str], port: int, log: Path):
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    wait_until(lambda: _answers(port), pids=lambda: process_tree(process.pid),
-               cpu_budget=START_CPU_SECONDS, what="the server answers", alive=lambda: process.poll() is None,
-               details=lambda: log.read_text(errors="replace"))
+    try:
+        wait_until(lambda: _answers(port), pids=lambda: process_tree(process.pid),
+                   cpu_budget=START_CPU_SECONDS, what="the server answers", alive=lambda: process.poll() is None,
+                   details=lambda: log.read_text(errors="replace"))
+    except BaseException:
+        _stop(process)
+        raise
     return process
 
 
