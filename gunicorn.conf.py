@@ -28,8 +28,11 @@ graceful_timeout = 30
 # side that closes and never reuses a connection gunicorn is closing.
 keepalive = 75
 
-# Request size. The head: gunicorn's defaults, stated; nginx's large_client_header_buffers match them.
-limit_request_line = 4094
+# Request size. The head: gunicorn's largest request line (8190 bytes; 0 would mean no limit at all),
+# its default field limits; nginx's large_client_header_buffers and the app
+# (config/middleware.py RequestHeadLimitMiddleware) match them, and gunicorn's own refusals are JSON
+# envelopes too (config/errors.py install_server_refusals).
+limit_request_line = 8190
 limit_request_fields = 100
 limit_request_field_size = 8190
 # The body: gunicorn has no size setting. nginx refuses bodies over each route's limit with 413 before

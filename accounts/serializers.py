@@ -1,9 +1,9 @@
 """Input shapes (validation only) and output shapes (the spec's JSON exactly) of the accounts API."""
 
 from drf_spectacular.utils import extend_schema_serializer
-from rest_framework import serializers
 
 from config.paging import ListPageFields
+from config.validation import serializers
 
 PASSWORD_MIN, PASSWORD_MAX = 8, 128  # spec: min 8; the max bounds hashing work
 

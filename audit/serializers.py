@@ -1,9 +1,8 @@
-from rest_framework import serializers
-
 from audit.export import FORMATS
 from audit.models import AuditEvent
 from audit.selectors import AuditFilter
 from config.paging import PageQuery
+from config.validation import serializers
 
 FILTERS = ("type", "from", "to")
 

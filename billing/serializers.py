@@ -1,4 +1,4 @@
-from rest_framework import serializers
+from config.validation import serializers
 
 
 class PlanOutput(serializers.Serializer):

@@ -12,7 +12,9 @@ class ConfigConfig(AppConfig):
 
         from config import housekeeping, idempotency, ratelimit
         from config.cachetable import create_cache_tables
+        from config.errors import install_server_refusals
 
         post_migrate.connect(create_cache_tables, sender=self)
         housekeeping.register("rate counters", ratelimit.purge_expired)
         housekeeping.register("idempotent responses", idempotency.purge_expired)
+        install_server_refusals()  # gunicorn's and the development server's own 400/414/431 pages

@@ -4,6 +4,7 @@ Services raise `ApiError` subclasses (one per code of addendum section 1); `api_
 translates those and DRF's/Django's own exceptions. Tests assert on `error`, never on `message`.
 """
 
+import json
 import logging
 import sys
 from typing import Any
@@ -115,6 +116,16 @@ class SeatLimitReached(ApiError):
 
 class PayloadTooLarge(ApiError):
     status_code, code, message = 413, "payload_too_large", "The request body is too large."
+
+
+class UriTooLong(ApiError):
+    status_code, code = 414, "uri_too_long"
+    message = "The request line is too long: at most 8190 bytes (method, path, query and version)."
+
+
+class HeaderTooLarge(ApiError):
+    status_code, code = 431, "header_too_large"
+    message = "A request header field is over 8190 bytes, or the request has more than 100 of them."
 
 
 class RequestTimeout(ApiError):
@@ -314,3 +325,82 @@ def csrf_failure(request, reason: str = "") -> JsonResponse:
 def api_not_found(request, *args, **kwargs) -> JsonResponse:
     """Catch-all for unknown /v1 paths, so they are JSON even with DEBUG on."""
     return handler404(request)
+
+
+# What the HTTP server itself refuses before the application sees a request (gunicorn, or the development
+# server): a request line or header over its limits, a malformed head. In the envelope like the rest.
+SERVER_REFUSALS = {
+    400: ("validation_error", "The request is malformed."),
+    403: ("forbidden", "You are not allowed to do this."),
+    414: (UriTooLong.code, UriTooLong.message),
+    417: ("expectation_failed", "Only `Expect: 100-continue` is understood."),
+    431: (HeaderTooLarge.code, HeaderTooLarge.message),
+    500: ("internal_error", "Internal server error."),
+    501: ("not_implemented", "This transfer coding is not supported."),
+}
+
+
+def server_refusal_body(status: int) -> bytes:
+    code, message = SERVER_REFUSALS.get(status) or (("validation_error", "The request is invalid.") if status < 500
+                                                    else ("internal_error", "Internal server error."))
+    return json.dumps({"error": code, "message": message}).encode()
+
+
+def _write_gunicorn_error(sock, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn.util.write_error, answering in the envelope instead of an HTML page."""
+    from gunicorn import util
+
+    body = server_refusal_body(status_int)
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    util.write_nonblock(sock, head.encode("latin1") + body)
+
+
+def _send_runserver_error(handler, code: int, message: str | None = None, explain: str | None = None) -> None:
+    """http.server's send_error for the development server, answering in the envelope."""
+    body = server_refusal_body(int(code))
+    if message is None:
+        message = handler.responses.get(int(code), ("Error",))[0]
+    handler.log_error("code %d, message %s", int(code), message)
+    handler.send_response(code, message)
+    handler.send_header("Connection", "close")
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(body)
+    if int(code) in (414, 431):
+        _linger(handler.connection)
+
+
+# A client refused for a long head may still be sending it; closing with its bytes unread would reset the
+# connection and could discard the answer before the client reads it. Read on a little, as nginx does.
+LINGER_BYTES = 1024 * 1024
+LINGER_SECONDS = 2
+
+
+def _linger(sock) -> None:
+    import socket
+
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(LINGER_SECONDS)
+        received = 0
+        while received < LINGER_BYTES and (chunk := sock.recv(65536)):
+            received += len(chunk)
+    except OSError:
+        pass
+
+
+def install_server_refusals() -> None:
+    """Make the servers' own refusals JSON envelopes (called once Django is set up, in the serving process).
+
+    Neither server has a setting for its error pages: gunicorn writes every refusal through
+    `gunicorn.util.write_error` (from whatever worker class), the development server through
+    `send_error` of its request handler. Both are replaced; nothing else of either changes.
+    """
+    if "gunicorn.util" in sys.modules:
+        sys.modules["gunicorn.util"].write_error = _write_gunicorn_error
+    from django.core.servers.basehttp import WSGIRequestHandler
+
+    WSGIRequestHandler.send_error = _send_runserver_error

@@ -5,6 +5,7 @@ from time import perf_counter
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
+from config.errors import HeaderTooLarge, UriTooLong, json_error
 from config.logs import request_id_from, request_id_var
 from config.throttles import client_ip
 
@@ -60,6 +61,40 @@ def _log_access(request: HttpRequest, response: HttpResponse, *, duration_ms: fl
         "method": request.method, "path": path, "status": response.status_code,
         "duration_ms": round(duration_ms, 1), "org_id": str(org.pk) if org is not None else None,
         "remote_addr": client_ip(request)})
+
+
+# The request head's limits, the same whichever server reads it: gunicorn.conf.py (limit_request_*) and
+# deploy/nginx.conf (large_client_header_buffers) refuse more themselves; the development server allows
+# 64 KB lines, so the app refuses the rest here, and a URL that works in development works in production.
+MAX_REQUEST_LINE = 8190  # bytes of "METHOD target HTTP/1.1", gunicorn's largest limit_request_line
+MAX_HEADER_FIELD = 8190  # bytes of one "Name: value" line
+MAX_HEADER_FIELDS = 100
+
+
+def _head_refusal(meta: dict, method: str, target: str) -> type | None:
+    if len(method) + len(target) + len(meta.get("SERVER_PROTOCOL", "HTTP/1.1")) + 2 > MAX_REQUEST_LINE:
+        return UriTooLong
+    fields = [(name[5:], value) for name, value in meta.items() if name.startswith("HTTP_")]
+    fields += [(name, meta[name]) for name in ("CONTENT_TYPE", "CONTENT_LENGTH") if meta.get(name)]
+    if len(fields) > MAX_HEADER_FIELDS or any(len(name) + 2 + len(str(value)) > MAX_HEADER_FIELD
+                                              for name, value in fields):
+        return HeaderTooLarge
+    return None
+
+
+class RequestHeadLimitMiddleware:
+    """414 `uri_too_long` / 431 `header_too_large` in the envelope for a request head over the limits above."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        # RAW_URI: the target as gunicorn read it; elsewhere the path as Django re-encodes it, with the query.
+        target = request.META.get("RAW_URI") or request.get_full_path()
+        refusal = _head_refusal(request.META, request.method or "", target)
+        if refusal is not None:
+            return json_error(refusal.status_code, refusal.code, refusal.message)
+        return self.get_response(request)
 
 
 class RateLimitHeadersMiddleware:

@@ -1,10 +1,57 @@
-"""drf-spectacular post-processing: every /v1 operation documents its error responses.
+"""drf-spectacular: the schema states what the server enforces, and every /v1 operation documents its errors.
+
+`AutoSchema` adds to each request field what DRF checks but drf-spectacular does not state: a list that
+may not be empty has `minItems: 1`, a text field holds no NUL character and, unless it may be blank, more
+than whitespace (DRF trims it first), and a serializer that needs one of several optional fields says so
+(`required_one_of`). `document_error_responses` marks a request body required where its schema requires
+a property, so a schema-valid request always carries it.
 
 All errors share one envelope (addendum section 1, `config/errors.py`), so they are added here once
 instead of in each `extend_schema`: which statuses an operation can answer follows from its method,
 parameters and security, the way the shared machinery (parsers, authentication, permissions, rate
 limits, upload limits) produces them. A status an `extend_schema` declares itself is kept.
 """
+
+from django.core.validators import RegexValidator
+from drf_spectacular import openapi
+from rest_framework import serializers
+
+# Text DRF's CharField accepts: no NUL anywhere; if it may not be blank, something besides whitespace.
+TEXT_PATTERN = r"^[^\x00]*$"
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+NON_BLANK_TEXT_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"
+
+
+class AutoSchema(openapi.AutoSchema):
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if direction != "request" or not isinstance(schema, dict):
+            return schema
+        if isinstance(field, serializers.ListField | serializers.ListSerializer):
+            if not field.allow_empty:
+                schema["minItems"] = max(schema.get("minItems", 0), 1)
+            if field.min_length is not None:
+                schema["minItems"] = max(schema.get("minItems", 0), field.min_length)
+            if field.max_length is not None:
+                schema["maxItems"] = field.max_length
+        elif (isinstance(field, serializers.CharField) and schema.get("type") == "string"
+              and not ({"pattern", "format", "enum"} & set(schema))
+              and not any(isinstance(validator, RegexValidator) for validator in field.validators)):
+            stated = [getattr(validator, "openapi_pattern", None) for validator in field.validators]
+            if any(stated):  # a validator function that states its rule as a pattern
+                schema["pattern"] = next(pattern for pattern in stated if pattern)
+                return schema
+            blank_is_refused = not field.allow_blank and field.trim_whitespace
+            schema["pattern"] = NON_BLANK_TEXT_PATTERN if blank_is_refused else TEXT_PATTERN
+        return schema
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        one_of = getattr(serializer, "required_one_of", None)
+        if direction == "request" and one_of:
+            schema["anyOf"] = [{"required": [name]} for name in one_of]
+        return schema
+
 
 ERROR_COMPONENT = "Error"
 ERROR_SCHEMA = {
@@ -51,9 +98,11 @@ def _statuses(method: str, operation: dict) -> list[str]:
 def document_error_responses(result: dict, generator, request, public) -> dict:
     """POSTPROCESSING_HOOK: add the shared error envelope to every operation's error statuses."""
     result.setdefault("components", {}).setdefault("schemas", {})[ERROR_COMPONENT] = ERROR_SCHEMA
+    components = result["components"]["schemas"]
     reference = {"$ref": f"#/components/schemas/{ERROR_COMPONENT}"}
     for path_item in result.get("paths", {}).values():
         for method, operation in path_item.items():
+            _require_body_with_required_properties(operation, components)
             responses = operation.setdefault("responses", {})
             declared_errors = {status for status in responses if status[:1] in "45"}
             for status in sorted(set(_statuses(method, operation)) | declared_errors):
@@ -63,3 +112,16 @@ def document_error_responses(result: dict, generator, request, public) -> dict:
                     responses[status] = {"description": description,
                                          "content": {"application/json": {"schema": reference}}}
     return result
+
+
+def _require_body_with_required_properties(operation: dict, components: dict) -> None:
+    body = operation.get("requestBody")
+    if not body or body.get("required"):
+        return
+    for media in body.get("content", {}).values():
+        schema = media.get("schema", {})
+        if "$ref" in schema:
+            schema = components.get(schema["$ref"].rsplit("/", 1)[-1], {})
+        if schema.get("required") or schema.get("anyOf"):
+            body["required"] = True
+            return

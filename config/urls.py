@@ -18,6 +18,15 @@ class ApiDocsView(SpectacularSwaggerSplitView):
         return super().get_renderers()
 
 
+class ApiSchemaView(SpectacularJSONAPIView):
+    """The OpenAPI document; OPTIONS answers the usual JSON (not as an OpenAPI document's media type)."""
+
+    def get_renderers(self):
+        if self.request.method not in ("GET", "HEAD"):
+            return [JSONRenderer()]
+        return super().get_renderers()
+
+
 api_v1 = [
     path("", include("accounts.urls")),
     path("", include("billing.urls")),
@@ -28,7 +37,7 @@ api_v1 = [
     path("", include("teams.urls")),
     path("", include("webhooks.urls")),
     path("", include("transparency.urls")),
-    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-schema"),
+    path("openapi.json", ApiSchemaView.as_view(), name="openapi-schema"),
     path("docs", ApiDocsView.as_view(url_name="openapi-schema"), name="api-docs"),
     # Last: unknown /v1 paths answer in the error envelope. `[\s\S]`, not `.`, so that a path with an
     # encoded newline (%0A) is caught too rather than getting Django's HTML page.

@@ -1,9 +1,9 @@
 import base64
 
 from drf_spectacular.utils import extend_schema_serializer
-from rest_framework import serializers
 
 from config.paging import ListPageFields
+from config.validation import serializers
 from media_codecs import FAMILIES
 
 KID_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"

@@ -3,9 +3,9 @@ from datetime import UTC, datetime, time
 
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
-from rest_framework import serializers
 
 from config.paging import PageQuery
+from config.validation import serializers
 from media_codecs import FAMILIES
 from provenance import crypto
 from provenance.hashing import is_content_hash
@@ -15,7 +15,10 @@ PHASH_PATTERN = r"^[0-9a-f]{16}\Z"
 MAX_BATCH_ITEMS = 50  # spec, Limits
 
 
-@extend_schema_field({"type": "string", "format": "byte", "description": "base64 ML-DSA-65 signature (3309 bytes)"})
+# base64 of 3309 bytes (1103 groups of three, so no padding); no `format: byte` beside the pattern, which
+# makes generators (schemathesis) draw bytes of any length and then find none that matches.
+@extend_schema_field({"type": "string", "description": "base64 ML-DSA-65 signature (3309 bytes)",
+                      "pattern": "^[A-Za-z0-9+/]{4412}$"})
 class Base64SignatureField(serializers.Field):
     """Base64 of exactly one ML-DSA-65 signature (3309 bytes); validated to raw bytes.
 
@@ -40,6 +43,9 @@ class Base64SignatureField(serializers.Field):
 def _content_hash_format(value: str) -> None:
     if not is_content_hash(value):
         raise serializers.ValidationError("Expected sha3-256: followed by 64 lowercase hex characters.")
+
+
+_content_hash_format.openapi_pattern = r"^sha3-256:[0-9a-f]{64}$"  # stated in the schema (config/openapi.py)
 
 
 def _signed_text(max_length: int) -> serializers.CharField:

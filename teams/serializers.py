@@ -1,11 +1,11 @@
 """Input shapes (validation only) and output shapes (the spec's JSON exactly) of the team API."""
 
 from drf_spectacular.utils import extend_schema_serializer
-from rest_framework import serializers
 
 from accounts.models import Role
 from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
 from config.paging import ListPageFields
+from config.validation import serializers
 
 INVITABLE_ROLES = [Role.USER.value, Role.ADMIN.value]  # spec: an invite's role is `user` or `admin`
 

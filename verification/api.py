@@ -35,7 +35,8 @@ class VerifyView(PublicVerificationView):
 
     @extend_schema(
         request={"multipart/form-data": {"type": "object", "required": ["content"],
-                                         "properties": {"content": {"type": "string", "format": "binary"},
+                                         "properties": {"content": {"type": "string", "format": "binary",
+                                                                    "minLength": 1},
                                                         "token": {"type": "string"}}}},
         responses={200: s.VerificationOutput}, tags=["verification"])
     def post(self, request):

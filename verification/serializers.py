@@ -1,9 +1,12 @@
 import base64
 import binascii
 
-from rest_framework import serializers
+from drf_spectacular.utils import extend_schema_field
 
+from config.openapi import BASE64_PATTERN
+from config.validation import serializers
 from transparency.serializers import LogField
+from verification.soft_binding import ALGORITHMS
 from verification.summary import summary
 
 MAX_BATCH_ITEMS = 50  # spec: batch verify items
@@ -15,6 +18,7 @@ class VerifyInput(serializers.Serializer):
     token = serializers.CharField(max_length=256, required=False, allow_blank=True)
 
 
+@extend_schema_field({"type": "string", "format": "byte", "minLength": 4, "pattern": BASE64_PATTERN})
 class Base64ContentField(serializers.Field):
     """Base64 file content (standard alphabet), decoded to bytes. Sizes are bounded by the body limit
     (verification/api.py) and the batch budget (verification/services.py)."""
@@ -82,13 +86,17 @@ class VerificationOutput(serializers.Serializer):
         return body
 
 
+SOFT_BINDING_VALUE = r"^[A-Za-z0-9+/]{11}=$"
+
+
 class SoftBindingQuery(serializers.Serializer):
-    alg = serializers.CharField(max_length=100)
-    value = serializers.CharField(max_length=200)
+    alg = serializers.ChoiceField(choices=list(ALGORITHMS))
+    value = serializers.RegexField(SOFT_BINDING_VALUE, max_length=200,  # the 64-bit value in base64
+                                   help_text="The 64-bit value, big-endian, in base64 (12 characters).")
 
 
 class SoftBindingContentQuery(serializers.Serializer):
-    alg = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    alg = serializers.ChoiceField(choices=list(ALGORITHMS), required=False, allow_blank=True)
 
 
 class SoftBindingLimit(serializers.Serializer):

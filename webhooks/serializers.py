@@ -2,8 +2,8 @@ import json
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
-from rest_framework import serializers
 
+from config.validation import serializers
 from webhooks.events import EVENT_KINDS
 from webhooks.targets import MAX_URL_LENGTH
 
@@ -22,6 +22,7 @@ class WebhookCreateInput(serializers.Serializer):
 
 
 class WebhookUpdateInput(serializers.Serializer):
+    required_one_of = ("url", "events", "status")  # stated in the schema (config/openapi.py)
     url = serializers.CharField(max_length=MAX_URL_LENGTH, required=False)
     events = _events(required=False)
     status = serializers.ChoiceField(choices=["active", "disabled"], required=False)
