@@ -46,6 +46,8 @@ from tests.nginx_site import loopback_site, start_nginx
 from tests.own_services import OwnRedis, free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
+# The environment as started: the ceiling's Django must not see ours (prepare() sets DJANGO_SETTINGS_MODULE).
+STARTING_ENV = dict(os.environ)
 RECORD_BODIES = 300
 READ_RECORDS = 20
 
@@ -322,7 +324,8 @@ def ceiling(args: argparse.Namespace, label: str) -> list[dict]:
     else:
         print(f"ceiling {label}: port 8000 stayed busy, not run", flush=True)
         return []
-    result = subprocess.run(["bash", args.ceiling, *args.ceiling_items.split()], capture_output=True, text=True)
+    result = subprocess.run(["bash", args.ceiling, *args.ceiling_items.split()], capture_output=True, text=True,
+                            env=STARTING_ENV)
     rows = []
     for line in result.stdout.splitlines():
         if match := CEILING_LINE.match(line):
