@@ -1,21 +1,36 @@
-"""Mixed load against the production setup: 70% verify, 20% records, 5% sign, 5% reads, with locust.
+"""Mixed load against the production setup: 70% verify, 20% records, 5% sign, 5% reads.
 
 Self-contained: it starts its own redis-server (no persistence, a free port), creates and migrates
 its PostgreSQL database, an Enterprise organization (no plan rate limit, no quota), a server-managed
 and a client-managed generator, an API key, a 1-megapixel JPEG (signed once for verification) and
 client-signed record bodies; then serves with gunicorn and the repo's gunicorn.conf.py (DEBUG off,
-workers from the CPU count) and runs bench/locustfile.py with N keep-alive connections, no think time.
+workers from the CPU count) and sends N keep-alive connections' worth of requests, no think time: with
+wrk and bench/load.lua (default; its client costs little CPU of the cores the server runs on) or locust
+and bench/locustfile.py. Each --fronts entry is served and loaded in turn, in one run:
 
-Prints throughput, p50/p99 and non-2xx per route, and each worker's RSS (from /proc) at minute 1
-and in the last 30 s (medians of samples every 5 s), with the growth ratio.
+    direct  the client talks to gunicorn itself
+    nginx   deploy/nginx.conf in front (a real nginx on loopback, no TLS), one gunicorn pool
+    split   the same nginx, POST /v1/verify to a second gunicorn pool (deploy/serve.sh's VERIFY_BIND);
+            split:N runs the app's pool (everything else) at nice N above the verification pool
 
-    nice -n 10 .venv/bin/python bench/load.py [--duration 300] [--connections 32]
+With --ceiling (the team's stack-ceiling run.sh) the bare-stack ceiling runs before the first load and
+after each, at the same nice, and each load is printed beside it.
+
+Prints throughput, p50/p99 and non-2xx per route, the client's CPU, the load average, and each
+worker's RSS (from /proc) at minute 1 and in the last 30 s (medians of samples every 5 s).
+
+    nice -n 10 .venv/bin/python bench/load.py [--duration 300] [--connections 32] [--fronts nginx,split]
+        [--verify reshared] [--ceiling RUN_SH]
 """
 
 import argparse
+import contextlib
 import csv
 import json
 import os
+import re
+import resource
+import socket
 import statistics
 import subprocess
 import sys
@@ -27,9 +42,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import serve
 from bench.sign_verify import photo
+from tests.nginx_site import loopback_site, start_nginx
 from tests.own_services import OwnRedis, free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
+# The environment as started: the ceiling's Django must not see ours (prepare() sets DJANGO_SETTINGS_MODULE).
+STARTING_ENV = dict(os.environ)
 RECORD_BODIES = 300
 READ_RECORDS = 20
 
@@ -45,7 +63,21 @@ def arguments() -> argparse.Namespace:
                         help="what verification uploads: the signed JPEG as signing returned it (default), or a "
                              "re-shared copy (re-encoded at quality 85, no metadata: the mark is read and finds "
                              "the record)")
-    return parser.parse_args()
+    parser.add_argument("--client", choices=["wrk", "locust"], default="wrk",
+                        help="wrk with bench/load.lua (C, about a twentieth of locust's CPU a request) or locust")
+    parser.add_argument("--fronts", default="split",
+                        help="comma-separated, each served and loaded in turn: direct, nginx, split, split:N")
+    parser.add_argument("--verify-workers", type=int, default=None,
+                        help="the verification pool's workers (split); default: as many as the app's")
+    parser.add_argument("--ceiling", metavar="RUN_SH", default=None,
+                        help="the stack-ceiling bench's run.sh: run before the first load and after each")
+    parser.add_argument("--ceiling-items", default="gthread-w2t1:records:baseline:32:1 "
+                                                   "gthread-w2t1:me-apikey:baseline:32:1")
+    args = parser.parse_args()
+    args.fronts = args.fronts.split(",")
+    if unknown := {kind for kind in args.fronts if not re.fullmatch(r"direct|nginx|split(:\d+)?", kind)}:
+        parser.error(f"unknown --fronts {sorted(unknown)}")
+    return args
 
 
 def prepare(env: dict[str, str], folder: Path) -> dict:
@@ -149,29 +181,95 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
-def run_locust(url: str, setup_path: Path, args: argparse.Namespace, folder: Path, master: int) -> tuple:
-    """Run locust for args.duration; sample each worker's RSS at minute 1 (or a fifth of a short run) and the end."""
-    env = {**os.environ, "LOAD_SETUP": str(setup_path)}
-    command = [sys.executable, "-m", "locust", "-f", str(ROOT / "bench" / "locustfile.py"), "--headless",
-               "-u", str(args.connections), "-r", str(args.connections), "-t", f"{args.duration}s",
-               "--host", url, "--csv", str(folder / "load"), "--only-summary", "--loglevel", "WARNING",
-               "--stop-timeout", "30"]
-    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+def worker_pids_of(masters: list[int]) -> list[int]:
+    pids = []
+    for master in masters:
+        with contextlib.suppress(FileNotFoundError):
+            pids += worker_pids(master)
+    return sorted(pids)
+
+
+def run_client(url: str, setup_path: Path, args: argparse.Namespace, folder: Path, masters: list[int]) -> tuple:
+    """Load for args.duration with wrk or locust; sample each worker's RSS every 5 s.
+
+    Returns (samples, per-route stats, the client's CPU in cores)."""
+    if args.client == "wrk":
+        output = folder / "requests.txt"
+        command = ["wrk", "-t", str(args.connections), "-c", str(args.connections), "-d", f"{args.duration}s",
+                   "--timeout", "30s", "-s", str(ROOT / "bench" / "load.lua"), url, "--", str(folder), str(output)]
+    else:
+        command = [sys.executable, "-m", "locust", "-f", str(ROOT / "bench" / "locustfile.py"), "--headless",
+                   "-u", str(args.connections), "-r", str(args.connections), "-t", f"{args.duration}s",
+                   "--host", url, "--csv", str(folder / "load"), "--only-summary", "--loglevel", "WARNING",
+                   "--stop-timeout", "30"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    process = subprocess.Popen(command, env={**os.environ, "LOAD_SETUP": str(setup_path)}, cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
     samples = []  # (seconds into the run, {worker pid: RSS MB}) every 5 s
     while process.poll() is None and time.monotonic() - started < args.duration - 1:
         time.sleep(5)
-        samples.append((time.monotonic() - started, {pid: rss_mb(pid) for pid in worker_pids(master)}))
+        samples.append((time.monotonic() - started, {pid: rss_mb(pid) for pid in worker_pids_of(masters)}))
     _, errors = process.communicate(timeout=args.duration + 120)
+    elapsed = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cores = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / elapsed
     if process.returncode not in (0, 1):  # 1: locust saw failures; they are reported below
-        raise SystemExit(f"locust failed ({process.returncode}):\n{errors}")
-    return samples, _read_stats(folder / "load_stats.csv")
+        raise SystemExit(f"{args.client} failed ({process.returncode}):\n{errors}")
+    if args.client == "wrk":
+        return samples, _wrk_stats(folder / "requests.txt", args.duration), client_cores
+    return samples, _read_stats(folder / "load_stats.csv"), client_cores
+
+
+WRK_ROUTES = {"read": "GET /v1/records/:id", "records": "POST /v1/records", "sign": "POST /v1/sign",
+              "verify": "POST /v1/verify"}
+
+
+def _wrk_stats(path: Path, duration: float) -> list[dict]:
+    """bench/load.lua's lines ("route status ms ok") as locust's CSV rows, with an "Aggregated" row."""
+    by_route: dict[str, list[tuple[float, bool]]] = {}
+    for line in path.read_text().splitlines():
+        route, _status, ms, ok = line.split()
+        by_route.setdefault(WRK_ROUTES[route], []).append((float(ms), ok == "1"))
+    by_route["Aggregated"] = [entry for name in sorted(by_route) for entry in by_route[name]]
+    rows = []
+    for name in sorted(by_route, key=lambda name: (name == "Aggregated", name)):
+        times = sorted(ms for ms, _ in by_route[name])
+        rows.append({"Name": name, "Request Count": str(len(times)), "Requests/s": str(len(times) / duration),
+                     "50%": f"{_percentile(times, 50):.0f}", "99%": f"{_percentile(times, 99):.0f}",
+                     "Max Response Time": str(times[-1]),
+                     "Failure Count": str(sum(1 for _, ok in by_route[name] if not ok))})
+    return rows
+
+
+def _percentile(ordered: list[float], percent: float) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * percent / 100))]
 
 
 def _read_stats(path: Path) -> list[dict]:
     with path.open() as stats_file:
         return list(csv.DictReader(stats_file))
+
+
+def write_wrk_setup(folder: Path, setup: dict) -> None:
+    """The files bench/load.lua reads (its folder argument)."""
+    for name, fields, content in (("verify", {}, setup["signed_jpeg"]),
+                                  ("sign", {"generator_id": setup["generator_id"], "model": "load-model"},
+                                   setup["plain_jpeg"])):
+        body, headers = multipart_body(fields, Path(content).read_bytes())
+        (folder / f"{name}.bin").write_bytes(body)
+        (folder / f"{name}_type.txt").write_text(headers["Content-Type"])
+    (folder / "records.txt").write_text("\n".join(setup["record_bodies"]) + "\n")
+    (folder / "ids.txt").write_text("\n".join(setup["record_ids"]) + "\n")
+    (folder / "api_key.txt").write_text(setup["api_key"])
+    # Lua patterns every verification answer must match: its record, and how it was found.
+    expect = setup["verify_expect"]
+    patterns = [f'"{key}"%s*:%s*"{_lua_escaped(value)}"' for key, value in expect.items()]
+    (folder / "expect.txt").write_text("\n".join(patterns) + "\n")
+
+
+def _lua_escaped(text: str) -> str:
+    return re.sub(r"(\W)", r"%\1", text)
 
 
 def report(stats: list[dict], samples: list, alone: dict[str, float], describe: str) -> None:
@@ -211,6 +309,86 @@ def _mb(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+CEILING_LINE = re.compile(r"^(\S+)\s+(\S+)\s+\S+\s+c=(\d+)\s+rps=\s*([\d.]+) p50=\s*([\d.]+)ms p99=\s*([\d.]+)ms")
+
+
+def ceiling(args: argparse.Namespace, label: str) -> list[dict]:
+    """The stack-ceiling bench's rows (it serves on port 8000: wait for it to be free)."""
+    if not args.ceiling:
+        return []
+    for _ in range(120):
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", 8000)) != 0:
+                break
+        time.sleep(1)
+    else:
+        print(f"ceiling {label}: port 8000 stayed busy, not run", flush=True)
+        return []
+    result = subprocess.run(["bash", args.ceiling, *args.ceiling_items.split()], capture_output=True, text=True,
+                            env=STARTING_ENV)
+    rows = []
+    for line in result.stdout.splitlines():
+        if match := CEILING_LINE.match(line):
+            config, endpoint, connections, rps, p50, p99 = match.groups()
+            rows.append({"endpoint": endpoint, "config": config, "connections": int(connections), "rps": float(rps),
+                         "p50": float(p50), "p99": float(p99)})
+    if not rows:
+        print(f"ceiling {label}: no result\n{result.stdout[-2000:]}{result.stderr[-2000:]}", flush=True)
+    for row in rows:
+        print(f"ceiling {label}: {row['endpoint']} {row['config']} c={row['connections']} {row['rps']:.0f} req/s, "
+              f"p50 {row['p50']:.0f} ms, p99 {row['p99']:.0f} ms; load average {os.getloadavg()[0]:.1f}", flush=True)
+    return rows
+
+
+class Front:
+    """One way of serving: gunicorn alone, nginx and one pool, or nginx and a pool for POST /v1/verify."""
+
+    def __init__(self, kind: str, env: dict[str, str], args: argparse.Namespace, folder: Path):
+        self.kind, _, nice = kind.partition(":")
+        self.app_nice = int(nice or 0)
+        self.env, self.args, self.folder = env, args, folder
+        self.processes: list[subprocess.Popen] = []
+        self.masters: list[int] = []
+
+    def _gunicorn(self, port: int, workers: int | None, nice: int = 0) -> None:
+        command = ["nice", "-n", str(nice)] * bool(nice) + [
+            sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "gunicorn.conf.py",
+            "--bind", f"127.0.0.1:{port}", "--no-control-socket", "--log-level", "warning"]
+        if workers:
+            command += ["--workers", str(workers)]
+        process = subprocess.Popen(command, cwd=ROOT, env=self.env)
+        self.processes.append(process)
+        self.masters.append(process.pid)
+        wait_for_port(port)
+
+    def __enter__(self) -> int:
+        app_port = free_port()
+        self._gunicorn(app_port, self.args.workers, self.app_nice)
+        if self.kind == "direct":
+            return app_port
+        verify_port = app_port
+        if self.kind == "split":
+            verify_port = free_port()
+            self._gunicorn(verify_port, self.args.verify_workers or self.args.workers)
+        port = free_port()
+        nginx_folder = self.folder / "nginx"
+        nginx_folder.mkdir()
+        site = loopback_site(port=port, app_port=app_port, verify_port=verify_port)
+        self.processes.append(start_nginx(nginx_folder, site, port))
+        return port
+
+    def __exit__(self, *exc) -> None:
+        for process in reversed(self.processes):
+            process.terminate()
+            process.wait(timeout=60)
+
+    def describe(self, workers: list[int]) -> str:
+        pools = {"direct": "client to gunicorn", "nginx": "nginx (deploy/nginx.conf), one gunicorn pool",
+                 "split": "nginx (deploy/nginx.conf), POST /v1/verify to its own gunicorn pool"}[self.kind]
+        nicer = f", the app's pool at nice +{self.app_nice}" if self.app_nice else ""
+        return f"{self.kind}: {pools}{nicer}; workers per pool {workers}"
+
+
 def main() -> None:
     args = arguments()
     own_redis = None if args.redis_url else OwnRedis()
@@ -224,39 +402,58 @@ def main() -> None:
         serve.ensure_database(args.database_url)
         serve.manage(env, "migrate", "--noinput")
         setup = prepare(env, folder)
-        port = free_port()
-        command = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "gunicorn.conf.py",
-                   "--bind", f"127.0.0.1:{port}", "--no-control-socket", "--log-level", "warning"]
-        if args.workers:
-            command += ["--workers", str(args.workers)]
-        server = subprocess.Popen(command, cwd=ROOT, env=env)
-        try:
-            wait_for_port(port)
-            url = f"http://127.0.0.1:{port}"
-            signed, record_id = sign_once(url, setup)
-            (folder / "signed.jpg").write_bytes(signed if args.verify == "signed" else reshared(signed))
-            setup["signed_jpeg"] = str(folder / "signed.jpg")
-            setup["verify_expect"] = ({"confidence": "high", "record_id": record_id} if args.verify == "signed"
-                                      else {"token_source": "watermark", "record_id": record_id})
-            setup["record_ids"] = [record_id] + [sign_once(url, setup)[1] for _ in range(READ_RECORDS - 1)]
-            setup_path = folder / "setup.json"
-            setup_path.write_text(json.dumps(setup))
-            alone = baseline(port, setup)
-            samples, stats = run_locust(url, setup_path, args, folder, server.pid)
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
-        workers = len(samples[0][1])
-        report(stats, samples, alone,
-               f"gunicorn -c gunicorn.conf.py ({workers} workers), PostgreSQL, Redis, DEBUG off; locust "
-               f"{args.connections} connections, no think time, {args.duration} s; 1 MP JPEG "
-               f"({Path(setup['plain_jpeg']).stat().st_size // 1024} KB, signed {len(signed) // 1024} KB); "
-               f"verification of the {'signed file' if args.verify == 'signed' else 're-shared copy'} "
-               f"({Path(setup['signed_jpeg']).stat().st_size // 1024} KB)")
-        print(f"\nFailures, if any: {folder / 'load_failures.csv'}")
+        setup_path = folder / "setup.json"
+        ceilings = [ceiling(args, "before")]
+        for kind in args.fronts:
+            run_folder = folder / f"{len(ceilings)}-{kind.replace(':', '-')}"
+            run_folder.mkdir()
+            front = Front(kind, env, args, run_folder)
+            with front as port:
+                url = f"http://127.0.0.1:{port}"
+                if "signed_jpeg" not in setup:
+                    signed, record_id = sign_once(url, setup)
+                    (folder / "signed.jpg").write_bytes(signed if args.verify == "signed" else reshared(signed))
+                    setup["signed_jpeg"] = str(folder / "signed.jpg")
+                    setup["signed_size"] = len(signed)
+                    setup["verify_expect"] = ({"confidence": "high", "record_id": record_id}
+                                              if args.verify == "signed"
+                                              else {"token_source": "watermark", "record_id": record_id})
+                    setup["record_ids"] = [record_id] + [sign_once(url, setup)[1] for _ in range(READ_RECORDS - 1)]
+                    setup_path.write_text(json.dumps(setup))
+                write_wrk_setup(run_folder, setup)
+                alone = baseline(port, setup)
+                load_before = os.getloadavg()
+                samples, stats, client_cores = run_client(url, setup_path, args, run_folder, front.masters)
+                load_after = os.getloadavg()
+                workers = [len(worker_pids(master)) for master in front.masters]
+            report(stats, samples, alone,
+                   f"{front.describe(workers)}; gunicorn -c gunicorn.conf.py, PostgreSQL, Redis, DEBUG off; "
+                   f"{args.client} {args.connections} connections, no think time, {args.duration} s; 1 MP JPEG "
+                   f"({Path(setup['plain_jpeg']).stat().st_size // 1024} KB, signed {setup['signed_size'] // 1024} "
+                   f"KB); verification of the {'signed file' if args.verify == 'signed' else 're-shared copy'} "
+                   f"({Path(setup['signed_jpeg']).stat().st_size // 1024} KB)")
+            print(f"\nClient ({args.client}) CPU: {client_cores:.2f} cores. Load average (1 min) at start "
+                  f"{load_before[0]:.1f}, at end {load_after[0]:.1f}.")
+            ceilings.append(ceiling(args, f"after {kind}"))
+            summary(kind, stats, ceilings[-2] + ceilings[-1])
     finally:
         if own_redis:
             own_redis.close()
+
+
+def summary(kind: str, stats: list[dict], around: list[dict]) -> None:
+    """One line: verify p99 and total throughput beside the ceiling measured before and after this load."""
+    rows = {row["Name"]: row for row in stats}
+    verify, total = rows["POST /v1/verify"], rows["Aggregated"]
+    line = (f"SUMMARY {kind}: verify p99 {verify['99%']} ms, p50 {verify['50%']} ms; "
+            f"all routes {float(total['Requests/s']):.1f} req/s, p99 {total['99%']} ms")
+    records = [row for row in around if row["endpoint"] == "records"]
+    if records:
+        rps = statistics.mean(row["rps"] for row in records)
+        line += (f" | ceiling records (same run, before and after) {rps:.0f} req/s, p99 "
+                 f"{statistics.mean(row['p99'] for row in records):.0f} ms; ours / ceiling req/s "
+                 f"{float(total['Requests/s']) / rps:.2f}")
+    print(line + "\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ class ChildWithParents:
     each field named in `match` equals the value given for it to `get`, and `also`, SQL over the child's
     columns (`{child}` is its quoted table name) with no placeholders. `get` returns the child with its
     parents attached, or None. LIMIT 1 without ORDER BY for unique matches; with `order` (the child's fields,
-    ascending), the first of several.
+    ascending, or descending with a leading "-" as in `order_by`), the first of several.
     """
 
     def __init__(self, model: type[models.Model], *parent_fields: str, match: tuple[str, ...], also: str = "",
@@ -36,7 +36,7 @@ class ChildWithParents:
             raise ValueError("each parent must be of a table of its own")  # the SQL names tables, not aliases
         self.match_fields = [model._meta.get_field(name) for name in match]
         self.also = also
-        self.order_fields = [model._meta.get_field(name) for name in order]
+        self.order_fields = [(model._meta.get_field(name.removeprefix("-")), name.startswith("-")) for name in order]
         self.using = using
         self._compiled = None
 
@@ -76,7 +76,8 @@ class ChildWithParents:
         conditions = [f"{quote(child_table)}.{quote(field.column)} = %s" for field in self.match_fields]
         if self.also:
             conditions.append(self.also.format(child=quote(child_table)))
-        order = ", ".join(f"{quote(child_table)}.{quote(field.column)}" for field in self.order_fields)
+        order = ", ".join(f"{quote(child_table)}.{quote(field.column)}{' DESC' * descending}"
+                          for field, descending in self.order_fields)
         # Only quoted names from the models' metadata are formatted in; values are parameters.
         sql = (f"SELECT {', '.join(select)} FROM {quote(child_table)} {' '.join(joins)} "  # noqa: S608
                f"WHERE {' AND '.join(conditions)}{f' ORDER BY {order}' if order else ''} LIMIT 1")

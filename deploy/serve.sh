@@ -15,4 +15,13 @@ case "${MIGRATE_ON_START:-true}" in
     *) echo "MIGRATE_ON_START must be true or false, got '${MIGRATE_ON_START}'" >&2; exit 2 ;;
 esac
 
+# The verification pool: with VERIFY_BIND set (e.g. 127.0.0.1:8001, deploy/nginx.conf's provenance_verify),
+# a second gunicorn of VERIFY_WORKERS workers (default: the CPU count) serves POST /v1/verify, which nginx
+# routes there (docs/decisions.md, "A pool for verification"). A stop of the process group (Ctrl-C, the
+# container's end) stops both.
+if [ -n "${VERIFY_BIND:-}" ]; then
+    GUNICORN_BIND="$VERIFY_BIND" WEB_CONCURRENCY="${VERIFY_WORKERS:-}" \
+        "$PYTHON" -m gunicorn config.wsgi:application -c gunicorn.conf.py &
+fi
+
 exec "$PYTHON" -m gunicorn config.wsgi:application -c gunicorn.conf.py "$@"

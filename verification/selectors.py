@@ -78,8 +78,13 @@ def record_for_watermark(mark_id: int) -> Record | None:
     Only records the service signed and marked itself (a server-managed generator's). A client-managed
     record's `watermark_id` is whatever its caller signed, and public: counting it would let anyone claim
     another organization's mark by submitting a record that names it."""
-    return (_with_relations().filter(watermark_id=f"{mark_id:016x}", generator__mode=Generator.Mode.SERVER)
-            .order_by("-signed_at").first())
+    return _NEWEST_SERVER_MARK.get(f"{mark_id:016x}")
+
+
+# Every verification that reads a mark makes this lookup (a re-shared copy's): SQL built once, as above.
+_NEWEST_SERVER_MARK = ChildWithParents(
+    Record, "org", "key", "generator", match=("watermark_id",), order=("-signed_at",),
+    also=f"\"{Generator._meta.db_table}\".\"mode\" = '{Generator.Mode.SERVER.value}'")
 
 
 def record_ids_for_watermark(*, mark_id: int, family: str, limit: int) -> list[uuid.UUID]:
