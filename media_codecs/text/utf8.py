@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import re
 
+from media_codecs.base import Media, Work, file_units
 from media_codecs.errors import UnsupportedFormat
 
 # C0 controls a text file does not hold (tab, line feed, vertical tab, form feed and carriage return
@@ -30,3 +31,10 @@ def decode(data: bytes, what: str) -> str:
     if _BINARY_CONTROLS.search(text):
         raise UnsupportedFormat(f"the {what} holds control characters: binary content, not text")
     return text
+
+
+def text_work(media: Media) -> Work:
+    """Verification reads the text's characters (the zero-width mark's runs, the hash of the text without
+    them): a unit for every two million characters."""
+    characters = len(media.container)
+    return Work(media.family, characters, "characters", file_units(media.data) + characters / 2e6)
