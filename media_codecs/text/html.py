@@ -193,7 +193,7 @@ class HtmlCodec(Codec):
         return splice(unmarked, [(site, run) for site in mark_sites(document)]).encode("utf-8")
 
     def decode_work(self, content: bytes | Media) -> Work:
-        return utf8.text_work(self.media(content))
+        return utf8.text_work(self.media(content), zerowidth.ALPHABET)
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         return zerowidth.extract(self.media(content).container)

@@ -35,7 +35,7 @@ class PlainTextCodec(Codec):
         return zerowidth.embed(self.media(content).container, mark_id).encode("utf-8")
 
     def decode_work(self, content: bytes | Media) -> Work:
-        return utf8.text_work(self.media(content))
+        return utf8.text_work(self.media(content), zerowidth.ALPHABET)
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         return zerowidth.extract(self.media(content).container)

@@ -144,3 +144,15 @@ def test_by_content_is_held_to_the_budget_and_charged_its_units(api_client, sett
 def test_every_codec_states_its_work_from_the_header():
     assert all(type(codec).decode_work is not Codec.decode_work or codec.family == "text"
                for codec in registered_codecs())
+
+
+def test_text_is_priced_by_the_marks_characters_its_reader_takes_run_by_run():
+    from media_codecs import open_media
+
+    def units(text: str) -> float:
+        data = text.encode()
+        return content_units(data, open_media(data))
+
+    plain, marked = "hello world " * 400_000, "a\u200bb\u200c " * 400_000
+    assert units(marked) > units(plain) + 2  # fewer characters, but 800,000 of the mark's
+    assert units("a\u200bb\u200c " * 2_300_000) > REQUEST_UNITS  # 21 MB of them: 3 s of reading
