@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from media_codecs.errors import CodecError, UnsupportedFormat
@@ -51,6 +52,29 @@ class Media:
 
     def __repr__(self) -> str:
         return f"<Media {self.codec.format} {len(self.data)} bytes>"
+
+
+# Verification units: 1 unit is about 100 ms of one worker's CPU on the reference machine (a 2-core
+# server), a little less than verifying a 1-megapixel JPEG. Every file costs a floor (parse, lookups,
+# signature check) and its hashing; each family adds what reading its mark or fingerprint decodes.
+# The coefficients are measured (bench/verify_budget.py, docs/performance.md) and kept on the high side.
+UNITS_PER_FILE = 0.1
+BYTES_PER_UNIT = 100 * 1024 * 1024  # hashing (SHA-256: 30 ms for 50 MB) and the copies around it
+
+
+@dataclass(frozen=True)
+class Work:
+    """What reading a file for verification decodes, as its header declares it, and its cost in units."""
+
+    family: str
+    quantity: int  # in `measure`: what the family's decoding grows with
+    measure: str  # "pixels", "samples" (frames x channels decoded), "frame pixels", "characters", "objects"
+    units: float
+
+
+def file_units(data: bytes) -> float:
+    """The part of a file's cost every family pays: the floor and the bytes hashed."""
+    return UNITS_PER_FILE + len(data) / BYTES_PER_UNIT
 
 
 # How sure a codec is that a head is its format (mutagen's `score`): the registry takes the best.
@@ -111,6 +135,13 @@ class Codec(ABC):
     def pixel_count(self, content: bytes | Media) -> int:
         """Pixels that decoding the content would produce (0 where nothing is decoded)."""
         return 0
+
+    def decode_work(self, content: bytes | Media) -> Work:
+        """What verifying the content decodes, from the parsed container alone (never by decoding), and its
+        cost in verification units. A header that understates its payload is refused when parsed
+        (CorruptMedia), so the quantity is the payload's. Formats that decode nothing cost their bytes."""
+        media = self.media(content)
+        return Work(self.family, len(media.data), "bytes", file_units(media.data))
 
     @abstractmethod
     def embed_token(self, content: bytes | Media, token: str) -> bytes:

@@ -17,7 +17,12 @@ from verification import soft_binding
 from verification.services import content_verify, contents_verify
 
 VERIFY_UPLOAD_LIMIT = 50 * 1024 * 1024
-BATCH_BODY_LIMIT = 36 * 1024 * 1024  # base64 of the batch budget (25 MB, verification/services.py) and JSON
+BATCH_BODY_LIMIT = 36 * 1024 * 1024  # base64 of the batch's bytes (25 MB, verification/services.py) and JSON
+
+
+def charge_ip(request):
+    """The per-IP limit charged with a request's cost in verifications (DRF counted the request as one)."""
+    return lambda cost: VerifyIpThrottle().charge(request, cost - 1)
 
 
 class PublicVerificationView(PublicCors, APIView):
@@ -41,7 +46,8 @@ class VerifyView(PublicVerificationView):
         responses={200: s.VerificationOutput}, tags=["verification"])
     def post(self, request):
         fields = validated(s.VerifyInput, request)
-        result = content_verify(data=uploaded_bytes(request, "content"), token=fields.get("token") or None)
+        result = content_verify(data=uploaded_bytes(request, "content"), token=fields.get("token") or None,
+                                charge=charge_ip(request))
         return Response(s.VerificationOutput(result).data)
 
 
@@ -52,8 +58,8 @@ class VerifyBatchView(PublicVerificationView):
                    tags=["verification"])
     def post(self, request):
         items = validated(s.VerifyBatchInput, request)["items"]
-        VerifyIpThrottle().charge(request, len(items) - 1)  # a batch of N counts as N verifications
-        results = contents_verify(items=[(item["content"], item.get("token") or None) for item in items])
+        results = contents_verify(items=[(item["content"], item.get("token") or None) for item in items],
+                                  charge=charge_ip(request))
         return Response(s.VerificationOutput(results, many=True).data)
 
 
@@ -111,7 +117,7 @@ class MatchesByContentView(SoftBindingView):
         if not isinstance(data, bytes) or not data:
             raise ValidationFailed(details={"content": ["Send the asset as the request body or a `content` file."]})
         matches = soft_binding.matches_by_content(data=data, alg=query.get("alg") or None,
-                                                  max_results=self.max_results(request))
+                                                  max_results=self.max_results(request), charge=charge_ip(request))
         return Response(self.matches_body(matches))
 
 

@@ -6,11 +6,12 @@ embedded token or a watermark whose record is missing, or whose record's hash di
 gives way to the earliest record of the file's exact hash when there is one; an explicit token is always
 answered about that token (docs/decisions.md, "Verification"). Problems are reported in the
 result (`reason`), never as errors; only content over the limits (pixels, container structure, the
-batch budget) is refused, before anything is decoded. Each file is parsed once (`open_media`) and
-decoded at most once; every step shares that parse.
+request's cost budget, REQUEST_UNITS) is refused, before anything is decoded. Each file is parsed once
+(`open_media`) and decoded at most once; every step shares that parse.
 """
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -19,6 +20,7 @@ from audit.services import audit_write_many
 from config.errors import PayloadTooLarge
 from generators.selectors import key_by_kid
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
+from media_codecs.base import file_units
 from media_codecs.c2pa import FORMATS as C2PA_FORMATS
 from media_codecs.c2pa import ReadManifest, check_manifest, read_manifest
 from media_codecs.c2pa.manifest import COSE_ALG_ML_DSA_65
@@ -33,11 +35,23 @@ from transparency.selectors import record_logs
 from verification import selectors
 from webhooks.events import events_emit
 
-# One budget for a whole /v1/verify/batch request, checked from the headers before any item is decoded:
-# decoding time and memory grow with pixels, so a batch may hold two images of the single-upload pixel
-# limit, or many smaller ones, but not fifty of the largest.
-BATCH_MAX_PIXELS = 100_000_000
+# One cost budget for every verification request (single, batch, byContent), in verification units
+# (media_codecs.base.Work: about 100 ms of a worker's CPU each), read from the parsed headers before
+# anything is decoded: what reading the mark and the fingerprint would decode (pixels, audio samples, a
+# video frame, characters, PDF objects) plus each file's hashing. 20 units keep the worst admitted
+# request within 2 s of CPU (bench/verify_budget.py): one 30-second read of a long audio file, one image
+# at the pixel limit, or a batch of files that add up to as much.
+REQUEST_UNITS = 20.0
 BATCH_MAX_BYTES = 25 * 1024 * 1024
+
+# What a request is charged against the per-IP limit before its work: each file as many verifications
+# as its units, rounded, and at least one (a 1 MP image is one, a 12-second clip eleven).
+Charge = Callable[[int], None]
+
+
+def file_cost(units: float) -> int:
+    """A file's charge against the per-IP limit: its units rounded, at least 1."""
+    return max(1, int(units + 0.5))
 
 
 @dataclass(frozen=True)
@@ -82,26 +96,49 @@ def content_open(data: bytes) -> Media | None:
         return None
 
 
-def content_verify(*, data: bytes, token: str | None = None) -> Verification:
-    """Verify one piece of content (any format /v1/sign produces). Raises PayloadTooLarge only."""
-    result = _verify(data, content_open(data), token)
+def content_units(data: bytes, media: Media | None) -> float:
+    """What verifying the content costs, in units, from its parsed headers: content no codec reads (or
+    whose header disagrees with its payload) is hashed and looked up, never decoded."""
+    return file_units(data) if media is None else media.codec.decode_work(media).units
+
+
+def contents_admit(contents: list[bytes], charge: Charge | None = None) -> list[Media | None]:
+    """Parse every file and hold the request to the budget before anything is decoded: raise
+    PayloadTooLarge past REQUEST_UNITS (or BATCH_MAX_BYTES), then `charge` the request's cost (the sum of
+    `file_cost`) to the caller's limit, which may raise Throttled."""
+    total_bytes = sum(len(data) for data in contents)
+    if len(contents) > 1 and total_bytes > BATCH_MAX_BYTES:
+        raise PayloadTooLarge(f"A verification batch is limited to {BATCH_MAX_BYTES // (1024 * 1024)} MB in all; "
+                              "send large files one by one.")
+    opened = [content_open(data) for data in contents]
+    units = [content_units(data, media) for data, media in zip(contents, opened, strict=True)]
+    if sum(units) > REQUEST_UNITS:
+        what = "these files" if len(contents) > 1 else "this file"
+        raise PayloadTooLarge(f"Verifying {what} would cost {sum(units):.1f} units, over the {REQUEST_UNITS:.0f} "
+                              "one request may use (docs/api.md, verification cost); send fewer or smaller files.",
+                              details={"units": round(sum(units), 1), "max_units": REQUEST_UNITS})
+    if charge is not None:
+        charge(sum(file_cost(value) for value in units))
+    return opened
+
+
+def content_verify(*, data: bytes, token: str | None = None, charge: Charge | None = None) -> Verification:
+    """Verify one piece of content (any format /v1/sign produces), within the request budget.
+    Raises PayloadTooLarge, or what `charge` raises."""
+    [media] = contents_admit([data], charge)
+    result = _verify(data, media, token)
     _attach_logs([result])
     _announce([result])
     return result
 
 
-def contents_verify(*, items: list[tuple[bytes, str | None]]) -> list[Verification]:
+def contents_verify(*, items: list[tuple[bytes, str | None]], charge: Charge | None = None) -> list[Verification]:
     """Verify a batch of (content, token) pairs in order, within one budget for the whole request.
 
-    Every item is parsed and the budget (BATCH_MAX_BYTES, BATCH_MAX_PIXELS) checked before any
-    is decoded. Raises PayloadTooLarge.
+    Every item is parsed and the budget checked before any is decoded (`contents_admit`). Raises
+    PayloadTooLarge, or what `charge` raises.
     """
-    opened = [content_open(data) for data, _ in items]
-    total_bytes = sum(len(data) for data, _ in items)
-    total_pixels = sum(media.codec.pixel_count(media) for media in opened if media is not None)
-    if total_bytes > BATCH_MAX_BYTES or total_pixels > BATCH_MAX_PIXELS:
-        raise PayloadTooLarge(f"A verification batch is limited to {BATCH_MAX_BYTES // (1024 * 1024)} MB and "
-                              f"{BATCH_MAX_PIXELS // 1_000_000} megapixels in all; send large files one by one.")
+    opened = contents_admit([data for data, _ in items], charge)
     results = []
     for index, (data, token) in enumerate(items):
         media, opened[index] = opened[index], None  # the decoded pixels go with the item

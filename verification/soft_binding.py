@@ -16,7 +16,7 @@ from config.errors import ApiError, ValidationFailed
 from media_codecs import CodecError
 from media_codecs.c2pa.manifest import WATERMARK_ALGORITHM
 from verification import selectors
-from verification.services import content_open
+from verification.services import Charge, contents_admit
 
 DEFAULT_MAX_RESULTS, MAX_RESULTS = 10, 100
 _VALUE_BYTES = 8
@@ -64,12 +64,14 @@ def matches_by_binding(*, alg: str, value: str, max_results: int = DEFAULT_MAX_R
     return _matches(_algorithm(alg), _decoded_value(value), max_results)
 
 
-def matches_by_content(*, data: bytes, alg: str | None, max_results: int = DEFAULT_MAX_RESULTS) -> list[Match]:
+def matches_by_content(*, data: bytes, alg: str | None, max_results: int = DEFAULT_MAX_RESULTS,
+                       charge: Charge | None = None) -> list[Match]:
     """The records an asset's watermark or fingerprint resolves to, best first, by every algorithm that
-    reads its family (or `alg` alone). Raises PayloadTooLarge past the verification limits,
-    UnsupportedAssetType for content no algorithm reads, ValidationFailed for an unknown `alg`."""
+    reads its family (or `alg` alone). Raises PayloadTooLarge past the verification limits and budget
+    (checked, and `charge`d, before anything is decoded), UnsupportedAssetType for content no algorithm
+    reads, ValidationFailed for an unknown `alg`."""
     wanted = [_algorithm(alg)] if alg else list(ALGORITHMS.values())
-    media = content_open(data)
+    [media] = contents_admit([data], charge)
     algorithms = [a for a in wanted if media is not None and a.family == media.family]
     if not algorithms:
         raise UnsupportedAssetType()

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from media_codecs.base import Codec, Media
+from media_codecs.base import Codec, Media, Work, file_units
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
 if TYPE_CHECKING:
@@ -197,6 +197,17 @@ class AudioCodec(Codec):
         import numpy as np
 
         return np.array(self.decode(media)[start : start + frames])
+
+    def decode_work(self, content: bytes | Media) -> Work:
+        """The samples reading the mark decodes (at most READ_SECONDS from the middle, as `middle` reads
+        them), from the header. The reader's cost grows with the seconds read more than with the rate:
+        0.44 units a second, 6 more from 8 s on (where its cell search starts), 0.02 per million samples."""
+        media = self.media(content)
+        info = self.stream_info(media.container)
+        frames = min(info.frames, int(READ_SECONDS * info.sample_rate))
+        seconds, samples = frames / info.sample_rate, frames * info.channels
+        units = 0.44 * seconds + min(6.0, 0.75 * seconds) + 0.02 * samples / 1e6
+        return Work(self.family, samples, "samples", file_units(media.data) + units)
 
     def info(self, content: bytes | Media) -> StreamInfo:
         """What the header declares. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""

@@ -19,6 +19,7 @@ FLAC spec) is not supported. The decoder gets a rebuilt file, STREAMINFO and the
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -46,6 +47,11 @@ MAX_BLOCKS = 1_024
 MAX_COMMENTS = 10_000
 _MAX_BLOCK_LENGTH = (1 << 24) - 1
 _ENCODER_SUBTYPES = {8: "PCM_S8", 16: "PCM_16", 24: "PCM_24"}  # what libsndfile writes
+# The frame walk (`_frames_samples`) reads at most this many frame headers: 20 minutes of 48 kHz in
+# frames of 1,152 samples is 50,000, of 192 kHz in frames of 4,096 56,000.
+MAX_FRAMES = 120_000
+_FRAME_SYNC = re.compile(rb"\xff[\xf8\xf9]")
+_TRAILER_SLACK = 128 + 64  # an ID3v1 tag some taggers append, and a little more
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,86 @@ def parse_flac(data: bytes) -> FlacFile:
     _check_blocks(blocks)
     if data[position : position + 2] not in (b"\xff\xf8", b"\xff\xf9"):  # FLAC frame sync, fixed or variable
         raise CorruptMedia("the FLAC metadata is not followed by audio frames")
-    return FlacFile(tuple(blocks), view[position:], _stream_info(bytes(blocks[0].payload)))
+    info = _stream_info(bytes(blocks[0].payload))
+    _check_frames(view[position:], info, bytes(blocks[0].payload))
+    return FlacFile(tuple(blocks), view[position:], info)
+
+
+def _crc8_table() -> tuple[int, ...]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc << 1 ^ 0x07 if crc & 0x80 else crc << 1) & 0xFF
+        table.append(crc)
+    return tuple(table)
+
+
+_CRC8 = _crc8_table()
+
+
+def _frame_header(frames: memoryview, at: int, channels: int) -> tuple[bool, int, int] | None:
+    """(variable block size, frame or sample number, block size) of a frame header whose CRC-8 holds and
+    whose channel count is the stream's, at `at`; None for bytes that only look like a sync code."""
+    head = bytes(frames[at : at + 16])
+    if len(head) < 6 or head[3] & 1 or head[2] >> 4 == 0 or head[2] & 0xF == 0xF:
+        return None
+    assignment = head[3] >> 4
+    if assignment > 10 or (assignment + 1 if assignment < 8 else 2) != channels or head[3] >> 1 & 7 == 3:
+        return None
+    first, position = head[4], 5
+    extra = next((n for n, (mask, lead) in enumerate(((0x80, 0), (0xE0, 0xC0), (0xF0, 0xE0), (0xF8, 0xF0),
+                                                      (0xFC, 0xF8), (0xFE, 0xFC), (0xFF, 0xFE)))
+                  if first & mask == lead), None)
+    if extra is None:
+        return None
+    number = first & (0x7F >> extra) if extra else first
+    for byte in head[position : position + extra]:
+        if byte & 0xC0 != 0x80:
+            return None
+        number = number << 6 | byte & 0x3F
+    position += extra
+    code = head[2] >> 4
+    if code in (6, 7):
+        size_bytes = 1 if code == 6 else 2
+        block = int.from_bytes(head[position : position + size_bytes], "big") + 1
+        position += size_bytes
+    else:
+        block = 192 if code == 1 else 144 << code if code <= 5 else 1 << code
+    position += {12: 1, 13: 2, 14: 2}.get(head[2] & 0xF, 0)
+    if position >= len(head):
+        return None
+    crc = 0
+    for byte in head[:position]:
+        crc = _CRC8[crc ^ byte]
+    return (bool(head[1] & 1), number, block) if crc == head[position] else None
+
+
+def _check_frames(frames: memoryview, info: StreamInfo, streaminfo: bytes) -> None:
+    """Walk the frame headers (sync code, CRC-8, each numbered after the last: no decoding) and refuse a
+    STREAMINFO that understates its frames: more samples than it declares, or bytes past the last frame
+    that no frame of the stream accounts for (a second stream appended). A stream shorter than declared
+    (cut between frames) is a shorter FLAC, read as such. Raises CorruptMedia, MediaTooLarge."""
+    counted, index, last = 0, 0, 0
+    for match in _FRAME_SYNC.finditer(frames):
+        header = _frame_header(frames, match.start(), info.channels)
+        if header is None:
+            continue
+        variable, number, block = header
+        if number != (counted if variable else index):
+            continue
+        counted, index, last = counted + block, index + 1, match.start()
+        if counted > info.frames + block:  # the last frame may declare more than the stream's end
+            raise CorruptMedia(f"the FLAC frames hold more than the {info.frames:,} samples its STREAMINFO "
+                               "declares")
+        if index > MAX_FRAMES:
+            raise MediaTooLarge(f"the FLAC has more than {MAX_FRAMES:,} frames")
+    max_frame = int.from_bytes(streaminfo[7:10], "big")
+    max_block = int.from_bytes(streaminfo[2:4], "big")
+    bound = max_frame or max_block * info.channels * info.bits_per_sample // 8 + 64
+    if len(frames) - last > bound + _TRAILER_SLACK:
+        raise CorruptMedia(f"the FLAC holds {len(frames) - last - bound:,} bytes after its last frame "
+                           f"({info.frames:,} samples, as STREAMINFO declares)")
 
 
 def _check_blocks(blocks: list[Block]) -> None:

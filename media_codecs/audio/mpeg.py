@@ -7,7 +7,9 @@ claimed only where a second valid header sits exactly where the first frame ends
 
 Duration: the larger of the Xing/Info or VBRI header's frame count (when there is one) and the
 count from walking at most MAX_SCAN_FRAMES frame headers, extrapolated over the remaining bytes
-when the walk stops at that bound (a walk stopped by other bytes counts what it found).
+when the walk stops at that bound (a walk stopped by other bytes counts what it found). A header
+that declares fewer frames than the walk finds (beyond 1%, or 10% of an extrapolated count) lies
+about its payload: CorruptMedia.
 """
 
 from __future__ import annotations
@@ -119,8 +121,14 @@ def read_stream(data: bytes | memoryview, position: int, audio_end: int) -> Stre
     if first is None:
         raise CorruptMedia("the MP3 holds no audio frame")
     frames, reached, bitrates = _scan(data, first_audio, audio_end)
-    if frames >= MAX_SCAN_FRAMES and reached < audio_end:  # stopped by the bound: extrapolate
+    estimated = frames >= MAX_SCAN_FRAMES and reached < audio_end
+    if estimated:  # stopped by the bound: extrapolate
         frames = frames * (audio_end - first_audio) // (reached - first_audio)
+    if declared and frames > declared + max(2, declared // (10 if estimated else 100)):
+        # An info frame that understates the frames present would have them dropped, or not counted:
+        # refused. One that overstates them is a cut file, read as the frames it holds.
+        raise CorruptMedia(f"the MP3 holds {frames:,} frames{' (estimated)' if estimated else ''}, more than "
+                           f"the {declared:,} its Xing/Info/VBRI header declares")
     # An info frame may understate (a hostile one would): the larger count is the one the limits see.
     return Stream(first, max(declared, frames) * first.samples, is_vbr or len(bitrates) > 1, has_info)
 

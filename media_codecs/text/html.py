@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Codec, Media
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Codec, Media, Work
 from media_codecs.text import utf8, zerowidth
 
 META_NAME = "provenance-token"
@@ -191,6 +191,9 @@ class HtmlCodec(Codec):
         document = media.cached("scan", lambda: scan(unmarked))
         run = zerowidth.run_for(mark_id)
         return splice(unmarked, [(site, run) for site in mark_sites(document)]).encode("utf-8")
+
+    def decode_work(self, content: bytes | Media) -> Work:
+        return utf8.text_work(self.media(content), zerowidth.ALPHABET)
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         return zerowidth.extract(self.media(content).container)

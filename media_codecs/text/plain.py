@@ -9,7 +9,7 @@ the text exactly as it was submitted: a BOM and CRLF line ends included.
 
 from __future__ import annotations
 
-from media_codecs.base import SCORE_FALLBACK, SCORE_NONE, Codec, Media
+from media_codecs.base import SCORE_FALLBACK, SCORE_NONE, Codec, Media, Work
 from media_codecs.text import utf8, zerowidth
 
 
@@ -33,6 +33,9 @@ class PlainTextCodec(Codec):
 
     def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
         return zerowidth.embed(self.media(content).container, mark_id).encode("utf-8")
+
+    def decode_work(self, content: bytes | Media) -> Work:
+        return utf8.text_work(self.media(content), zerowidth.ALPHABET)
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         return zerowidth.extract(self.media(content).container)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from media_codecs.base import Codec, Media
+from media_codecs.base import Codec, Media, Work, file_units
 from media_codecs.video.limits import VideoInfo, check_video
 
 
@@ -42,6 +42,13 @@ class VideoCodec(Codec):
     def pixel_count(self, content: bytes | Media) -> int:
         """The pixels of one frame of the largest video stream (what a fingerprint decodes at a time)."""
         return max(track.width * track.height for track in self.info(content).video)
+
+    def decode_work(self, content: bytes | Media) -> Work:
+        """Verification decodes one frame (the first, for its pHash: frames.py), whatever the length: half a
+        unit for the demuxer and the packets before it, 0.2 a megapixel of the largest video stream."""
+        media = self.media(content)
+        pixels = self.pixel_count(media)
+        return Work(self.family, pixels, "frame pixels", file_units(media.data) + 0.5 + 0.2 * pixels / 1e6)
 
     def fingerprint(self, content: bytes | Media) -> str | None:
         """pHash of the first frame (the first I-frame), upright; the query side of verification.

@@ -14,6 +14,9 @@ FFmpeg's demuxer builds an index entry per sample before the first frame is read
 
 from __future__ import annotations
 
+import array
+import operator
+import sys
 from dataclasses import dataclass
 
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
@@ -153,6 +156,11 @@ def _payload(data: bytes, box: Box, length: int) -> bytes:
 
 
 def _duration_seconds(data: bytes, header: Box) -> float:
+    timescale, duration = _clock(data, header)
+    return duration / timescale
+
+
+def _clock(data: bytes, header: Box) -> tuple[int, int]:
     """mvhd/mdhd (version 0: u32 timescale and duration at 12; version 1: at 20, u64 duration)."""
     version = _payload(data, header, 1)[0]
     if version == 1:
@@ -163,7 +171,26 @@ def _duration_seconds(data: bytes, header: Box) -> float:
         timescale, duration = int.from_bytes(payload[12:16], "big"), int.from_bytes(payload[16:20], "big")
     if timescale == 0:
         raise CorruptMedia("a movie or media header declares a timescale of 0")
-    return duration / timescale
+    return timescale, duration
+
+
+def _check_sample_times(data: bytes, trak: Box, media_header: Box) -> None:
+    """Refuse a media header that declares a shorter duration than its samples' durations (stts) add up
+    to: the duration limit would be checked on the lie. Longer than them is an edit's or a cut's gap."""
+    times = _only(data, trak, (b"mdia", b"minf", b"stbl", b"stts"))
+    if times is None:
+        return
+    count = int.from_bytes(_payload(data, times, 8)[4:8], "big")
+    table = array.array("I", data[times.payload_start + 8 : min(times.end, times.payload_start + 8 + 8 * count)])
+    if len(table) != 2 * count:
+        raise CorruptMedia("the stts box is truncated")
+    if sys.byteorder == "little":
+        table.byteswap()
+    total = sum(map(operator.mul, table[0::2], table[1::2]))
+    timescale, duration = _clock(data, media_header)
+    if total > duration + max(timescale, duration // 100):  # a second, or 1%
+        raise CorruptMedia(f"a track's samples last {total / timescale:,.1f} s, more than the "
+                           f"{duration / timescale:,.1f} s its media header declares")
 
 
 def _track(data: bytes, trak: Box, counter: list[int]) -> TrackInfo:
@@ -179,6 +206,7 @@ def _track(data: bytes, trak: Box, counter: list[int]) -> TrackInfo:
         if entry is None:
             raise CorruptMedia("a video track has no sample description")
         width, height = int.from_bytes(entry[32:34], "big"), int.from_bytes(entry[34:36], "big")
+    _check_sample_times(data, trak, media_header)
     return TrackInfo(kind, width, height, _duration_seconds(data, media_header), _sample_count(data, trak))
 
 

@@ -116,11 +116,14 @@ def test_a_batch_over_the_byte_budget_is_refused(api_client):
     assert response.status_code == 413 and response.json()["error"] == "payload_too_large"
 
 
-def test_two_images_at_the_pixel_limit_fit_one_batch(api_client):
+def test_one_image_at_the_pixel_limit_fits_a_batch_and_two_pass_the_cost_budget(api_client):
+    # 49 MP costs 15.6 units (verification/services.py REQUEST_UNITS: 20 a request, single or batch)
     bomb = base64.b64encode(hm.pixel_bomb("PNG", 7000, 7000)).decode()
-    response = api_client.post("/v1/verify/batch", {"items": [{"content": bomb}] * 2}, format="json")
+    response = api_client.post("/v1/verify/batch", {"items": [{"content": bomb}]}, format="json")
     assert response.status_code == 200
-    assert [item["reason"] for item in response.json()] == ["no_provenance_found"] * 2
+    assert [item["reason"] for item in response.json()] == ["no_provenance_found"]
+    response = api_client.post("/v1/verify/batch", {"items": [{"content": bomb}] * 2}, format="json")
+    assert response.status_code == 413 and response.json()["error"] == "payload_too_large"
 
 
 def test_a_header_declaring_more_than_the_pixel_limit_is_refused_by_verify(api_client):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from media_codecs import xmp
-from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Codec, Media
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Codec, Media, Work, file_units
 from media_codecs.text.pdf.document import HEADER, HEADER_WINDOW, Document, read_document
 from media_codecs.text.pdf.update import compose_update, without_our_update
 
@@ -34,6 +34,13 @@ class PdfCodec(Codec):
         Raises UnsupportedFormat (not a PDF, encrypted), CorruptMedia, MediaTooLarge.
         """
         return read_document(data)
+
+    def decode_work(self, content: bytes | Media) -> Work:
+        """The objects the cross-reference chain numbers: the parse (done when opened) reads the catalog and
+        its metadata stream among them; a unit for every 100,000."""
+        media = self.media(content)
+        objects = media.container.size
+        return Work(self.family, objects, "objects", file_units(media.data) + objects / 1e5)
 
     def embed_token(self, content: bytes | Media, token: str) -> bytes:
         """Append our incremental update carrying `token` (replacing our update if the file ends with it).
