@@ -201,12 +201,12 @@ class AudioCodec(Codec):
     def decode_work(self, content: bytes | Media) -> Work:
         """The samples reading the mark decodes (at most READ_SECONDS from the middle, as `middle` reads
         them), from the header. The reader's cost grows with the seconds read more than with the rate:
-        0.44 units a second, 6 more from 8 s on (where its cell search starts), 0.02 per million samples."""
+        0.2 units a second and 0.35 per million samples (docs/performance.md, "Verification cost budget")."""
         media = self.media(content)
         info = self.stream_info(media.container)
         frames = min(info.frames, int(READ_SECONDS * info.sample_rate))
         seconds, samples = frames / info.sample_rate, frames * info.channels
-        units = 0.44 * seconds + min(6.0, 0.75 * seconds) + 0.02 * samples / 1e6
+        units = 0.2 * seconds + 0.35 * samples / 1e6
         return Work(self.family, samples, "samples", file_units(media.data) + units)
 
     def info(self, content: bytes | Media) -> StreamInfo:
