@@ -42,7 +42,7 @@ def production_gunicorn(env: dict[str, str]):
     process = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "gunicorn.conf.py",
                                 "--no-control-socket"], cwd=ROOT, start_new_session=True,
                                env={**env, "GUNICORN_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2",
-                                    "LOG_LEVEL": "warning"})
+                                    "LOG_LEVEL": "WARNING"})
     try:
         serve._wait_for_port(port)
         yield f"http://127.0.0.1:{port}"
