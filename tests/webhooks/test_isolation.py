@@ -6,7 +6,8 @@ at a good one. Three anonymous verifications of A's content hand their deliverie
 hanging receiver still holds all three connections open, every one of organization B's verifications
 is answered (by ordering and counts, never by the clock). After the timeout the three hanging
 deliveries are logged failed and counted once each; the good endpoint's are logged success. A
-worker killed mid-delivery leaves its deliveries recorded as having no outcome, uncounted.
+worker killed mid-delivery leaves its deliveries recorded as having no outcome, uncounted; a worker
+stopped gracefully (SIGTERM) settles its hanging delivery before it exits.
 The throughput and p99 figures of the same setup: bench/webhook_isolation.py.
 """
 
@@ -197,3 +198,22 @@ def test_a_worker_killed_mid_delivery_leaves_an_honest_uncounted_record(served):
     assert _failures(database, hang) == failures_before  # never counted: nobody knows how it ended
     # In the log it is not shown while it could still be in flight, and never as a success.
     assert all(entry["status"] == "failed" for entry in _logged(url, a, "/a/hang"))
+
+
+def test_a_worker_stopped_gracefully_settles_its_deliveries_before_it_exits(served):
+    url, setup, database, master, receiver = served
+    a = setup["a"]
+    hang = a["hooks"]["/a/hang"]["id"]
+    content = _signed(url, a, 4)
+    failures_before = _failures(database, hang)
+    already = receiver.held("/a/hang")
+    assert _verify(url, content) == 200
+    wait_until(lambda: receiver.held("/a/hang") > already, pids=lambda: process_tree(master), cpu_budget=60,
+               what="the delivery reaches the hanging receiver")
+    for pid in child_pids(master):
+        os.kill(pid, signal.SIGTERM)  # as a reload or max_requests stops a worker
+    wait_until(lambda: not _rows(database, hang)[-1][3], pids=lambda: process_tree(master), cpu_budget=60,
+               what="the stopping worker settles its delivery")
+    status, code, error, _ = _rows(database, hang)[-1]
+    assert (status, code, error) == ("failed", None, "timed out")
+    assert _failures(database, hang) == failures_before + 1
