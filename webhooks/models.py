@@ -11,6 +11,9 @@ from accounts.models import Organization, OrgScopedQuerySet
 MAX_ENDPOINTS_PER_ORG = 10  # spec, Limits
 FAILURES_BEFORE_FAILING = 5  # spec, Limits: consecutive failures, then `failing`
 DELIVERY_LOG_DAYS = 30  # spec, Events rule 7
+# What a delivery's row says from before it is sent until its outcome is written over it: all that
+# remains if the process sending it dies in between (webhooks/delivery.py).
+NO_OUTCOME = "no outcome recorded: the server process sending it stopped before it finished"
 
 
 class WebhookEndpoint(models.Model):
@@ -59,6 +62,9 @@ class WebhookDelivery(models.Model):
     response_code = models.PositiveSmallIntegerField(null=True, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
     error = models.CharField(max_length=300, blank=True)  # why it failed without a response code
+    # Written before sending, cleared with the outcome. A row still pending past its delivery window
+    # belongs to a process that died mid-delivery: it stays `failed` with NO_OUTCOME, never counted.
+    pending = models.BooleanField(default=False)
     retry_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
 

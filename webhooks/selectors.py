@@ -3,6 +3,8 @@
 import uuid
 from datetime import datetime, timedelta
 
+from django.conf import settings
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Organization
@@ -26,14 +28,14 @@ def webhook_get(*, org: Organization, webhook_id: uuid.UUID) -> WebhookEndpoint:
 
 def delivery_page(*, endpoint: WebhookEndpoint, number: int, per_page: int) -> Page:
     """One page of an endpoint's delivery log, newest first, within the log's 30 days."""
-    entries = endpoint.deliveries.filter(created_at__gte=log_kept_since())
+    entries = _known(endpoint.deliveries.filter(created_at__gte=log_kept_since()))
     return page_of(entries, number=number, per_page=per_page)
 
 
 def delivery_for_retry(*, org: Organization, endpoint: WebhookEndpoint, delivery_id: uuid.UUID) -> WebhookDelivery:
     """A logged delivery of the organization's `endpoint`, ready to re-send. Raises NotFound."""
-    delivery = WebhookDelivery.objects.for_org(org).filter(
-        endpoint=endpoint, pk=delivery_id, created_at__gte=log_kept_since()).first()
+    delivery = _known(WebhookDelivery.objects.for_org(org).filter(
+        endpoint=endpoint, pk=delivery_id, created_at__gte=log_kept_since())).first()
     if delivery is None:
         raise NotFound()
     delivery.endpoint = endpoint
@@ -43,3 +45,15 @@ def delivery_for_retry(*, org: Organization, endpoint: WebhookEndpoint, delivery
 def log_kept_since() -> datetime:
     # Older entries are past the log's 30 days (spec, Events rule 7) and wait only for the prune command.
     return timezone.now() - timedelta(days=DELIVERY_LOG_DAYS)
+
+
+# How long past its delivery window a row may wait for its outcome to be written (a busy writer).
+SETTLE_GRACE_SECONDS = 30
+
+
+def _known(entries: QuerySet) -> QuerySet:
+    """Entries whose outcome is known: settled, or pending so long that their process must have died
+    (shown as the row says: `failed`, no response code, no outcome recorded). A delivery still in
+    flight is not shown yet: the log lists what happened, not what may still happen."""
+    abandoned_before = timezone.now() - timedelta(seconds=settings.WEBHOOK_TIMEOUT_SECONDS + SETTLE_GRACE_SECONDS)
+    return entries.filter(Q(pending=False) | Q(created_at__lt=abandoned_before))

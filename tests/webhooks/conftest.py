@@ -44,3 +44,21 @@ def receiver():
     server = Receiver()
     yield server
     server.close()
+
+
+@pytest.fixture(autouse=True)
+def settled():
+    """Each request of the test client returns once its deliveries have their outcome logged, as the
+    tests read the receiver and the log right after; `settled()` waits for deliveries made outside a
+    request. In a server the request returns at once (tests/webhooks/test_isolation.py)."""
+    from django.core.signals import request_finished
+
+    from webhooks.delivery import deliveries_settle
+
+    def settle(**_):
+        assert deliveries_settle(timeout=120), "deliveries did not settle"
+
+    request_finished.connect(settle, dispatch_uid="tests.webhooks.settled")
+    yield settle
+    request_finished.disconnect(dispatch_uid="tests.webhooks.settled")
+    assert deliveries_settle(timeout=120, release_connection=True), "deliveries did not settle"

@@ -8,6 +8,8 @@ that hangs). Every request is recorded with its headers, body and signature verd
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +41,7 @@ class Receiver:
         self.requests: list[Received] = []
         self._answers: dict[str, _Answer] = {}
         self._secrets: dict[str, str] = {}
+        self._holding: list[tuple[str, socket.socket]] = []  # (path, connection) answered late or never
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         receiver = self
@@ -76,6 +79,12 @@ class Receiver:
         with self._lock:
             return [r for r in self.requests if path is None or r.path == path]
 
+    def held(self, path: str) -> int:
+        """Connections on `path` this receiver holds unanswered whose sender has not given up (closed)."""
+        with self._lock:
+            holding = [sock for held_path, sock in self._holding if held_path == path]
+        return sum(1 for sock in holding if not _closed_by_peer(sock))
+
     def close(self) -> None:
         self._stopping.set()  # wakes handlers that are hanging on purpose
         self._server.shutdown()
@@ -89,8 +98,16 @@ class Receiver:
         with self._lock:
             self.requests.append(Received(path, {k.lower(): v for k, v in handler.headers.items()}, body, ok))
         answer = self._answers.get(path, _Answer())
-        if answer.delay and self._stopping.wait(answer.delay):
-            return
+        if answer.delay:
+            entry = (path, handler.connection)
+            with self._lock:
+                self._holding.append(entry)
+            try:
+                if self._stopping.wait(answer.delay):
+                    return
+            finally:
+                with self._lock:
+                    self._holding.remove(entry)
         status = 400 if ok is False else answer.status
         try:
             handler.send_response(status)
@@ -101,3 +118,11 @@ class Receiver:
             handler.end_headers()
         except OSError:
             pass  # the sender gave up (timed out) before the answer
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True

@@ -8,12 +8,14 @@ within the request, exactly as in production.
 import base64
 import io
 import json
+import os
 import time
 import uuid
 from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.core.signals import request_finished
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -23,8 +25,10 @@ from billing.services import plan_change
 from provenance.models import Record
 from tests import factories
 from tests.media import photo_bytes, reencode_jpeg
+from tests.waiting import wait_until
+from webhooks import delivery
 from webhooks.events import event_emit
-from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.models import NO_OUTCOME, WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TIMEOUT = 1.5  # the tests' WEBHOOK_TIMEOUT_SECONDS (production: 10)
@@ -187,13 +191,14 @@ def test_only_subscribed_kinds_reach_each_endpoint(owner_client, key_client, org
     assert [r.json["event"] for r in receiver.received("/revocations")] == ["generator.revoked"]
 
 
-def test_an_event_of_a_rolled_back_change_is_never_sent(org, hook, receiver):
+def test_an_event_of_a_rolled_back_change_is_never_sent(org, hook, receiver, settled):
     hook(events=["generator.revoked"])
     org.refresh_from_db()
     with pytest.raises(RuntimeError), transaction.atomic():
         event_emit(org=org, kind="generator.revoked", data={"generator_id": "g"})
         raise RuntimeError("the change fails")
     event_emit(org=org, kind="generator.revoked", data={"generator_id": "committed"})  # autocommit: sent at once
+    settled()
     assert [r.json["data"]["generator_id"] for r in receiver.received()] == ["committed"]
 
 
@@ -259,19 +264,74 @@ def test_a_redirect_is_not_followed_and_counts_as_a_failure(owner_client, key_cl
     assert _endpoint(endpoint).consecutive_failures == 1
 
 
-def test_a_hanging_receiver_costs_the_request_the_timeout_and_never_fails_it(owner_client, key_client, org, hook,
-                                                                             receiver, client_generator):
+def test_a_hanging_receiver_never_holds_the_request_and_is_logged_failed_once(owner_client, key_client, org, hook,
+                                                                               receiver, client_generator, settled):
     endpoint = hook()
-    receiver.respond("/hook", delay=TIMEOUT * 4)
-    started = time.monotonic()
+    receiver.respond("/hook", delay=TIMEOUT * 40)
+    request_finished.disconnect(dispatch_uid="tests.webhooks.settled")  # the request returns as in a server
     record = _record(key_client, org, client_generator)
-    elapsed = time.monotonic() - started
-    assert TIMEOUT <= elapsed < TIMEOUT + 1.0
     assert Record.objects.filter(pk=record["record_id"]).exists()
+    assert _deliveries(owner_client, endpoint) == []  # in flight: not in the log until its outcome is known
+    [row] = WebhookDelivery.objects.filter(endpoint=endpoint)
+    assert (row.status, row.pending, row.error) == ("failed", True, NO_OUTCOME)  # written before it was sent
+    wait_until(lambda: receiver.held("/hook") == 1, pids=lambda: [os.getpid()], cpu_budget=30,
+               what="the delivery reaches the receiver, which holds it")
+    assert WebhookDelivery.objects.get(pk=row.pk).pending  # the request was answered; the delivery goes on
+    settled()
     [entry] = _deliveries(owner_client, endpoint)
     assert (entry["status"], entry["response_code"]) == ("failed", None)
     assert TIMEOUT * 1000 - 50 <= entry["latency_ms"] < TIMEOUT * 1000 + 500
     assert _endpoint(endpoint).consecutive_failures == 1
+
+
+def test_one_organizations_hanging_lanes_hold_only_its_share_of_the_threads(org, hook, receiver):
+    # A small dispatcher: 3 threads, 2 lanes of one organization at once, 2 more waiting.
+    dispatcher = delivery._Dispatcher(threads=3, per_org=2, waiting=2)
+    saved = delivery._state.dispatcher, delivery._state.pid
+    delivery._state.dispatcher, delivery._state.pid = dispatcher, os.getpid()
+    try:
+        _hold_one_organization(org, hook, receiver, dispatcher)
+    finally:
+        dispatcher.close()
+        delivery._state.dispatcher, delivery._state.pid = saved
+
+
+def _hold_one_organization(org, hook, receiver, dispatcher):
+    receiver.respond("/hang", delay=TIMEOUT * 40)
+    hanging = hook(events=["generator.revoked"], path="/hang")
+    other = factories.make_org(plan="growth", name="B")
+    other_hook = hook(events=["generator.revoked"], path="/b", for_org=other)
+    org.refresh_from_db()
+    for n in range(5):  # five rounds of A: 2 run, 2 wait, 1 has no room
+        event_emit(org=org, kind="generator.revoked", data={"generator_id": f"a{n}"})
+    wait_until(lambda: receiver.held("/hang") == 2, pids=lambda: [os.getpid()], cpu_budget=30,
+               what="two of A's deliveries are at the hanging receiver")
+    other.refresh_from_db()
+    event_emit(org=other, kind="generator.revoked", data={"generator_id": "b"})
+    wait_until(lambda: receiver.received("/b"), pids=lambda: [os.getpid()], cpu_budget=30,
+               what="B's delivery arrives")
+    assert receiver.held("/hang") == 2  # B was served beside them, and A got no third thread
+    assert dispatcher.settle(timeout=120)
+    rows = WebhookDelivery.objects.filter(endpoint=hanging).order_by("created_at")
+    assert [row.status for row in rows] == ["failed"] * 5 and not any(row.pending for row in rows)
+    errors = [row.error.split(":")[0] for row in rows]
+    assert set(errors) == {"not sent", "timed out"} and errors.count("timed out") >= 2
+    assert _endpoint(hanging).consecutive_failures == errors.count("timed out")  # each sent one, once
+    assert [row.status for row in WebhookDelivery.objects.filter(endpoint=other_hook)] == ["success"]
+
+
+def test_a_delivery_whose_process_died_shows_as_failed_once_its_window_is_long_past(owner_client, key_client, org,
+                                                                                    hook, receiver, client_generator):
+    endpoint = hook()
+    _record(key_client, org, client_generator)
+    [row] = WebhookDelivery.objects.filter(endpoint=endpoint)
+    # As a process killed mid-delivery leaves it: written before sending, never settled.
+    WebhookDelivery.objects.filter(pk=row.pk).update(pending=True, status="failed", response_code=None,
+                                                     latency_ms=0, error=NO_OUTCOME)
+    assert _deliveries(owner_client, endpoint) == []  # it might still be in flight
+    WebhookDelivery.objects.filter(pk=row.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    [entry] = _deliveries(owner_client, endpoint)
+    assert (entry["status"], entry["response_code"], entry["latency_ms"]) == ("failed", None, 0)
 
 
 def test_endpoints_are_served_concurrently_within_one_window(owner_client, key_client, org, hook, receiver,
