@@ -17,7 +17,7 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or len(os.sched_getaffinity(0)))
 
 # gthread keeps the proxy's upstream connections alive in a poller without holding the thread; one
 # thread a worker because 4 measured 40% slower (GIL contention, docs/performance.md).
-worker_class = "config.gunicorn_worker.BalancedThreadWorker"  # gthread that takes its share of connections
+worker_class = "config.gunicorn_worker.WholeRequestWorker"  # gthread, balanced, whole requests only
 threads = 1
 
 # Kill a worker whose main loop is silent this long (under gthread a busy thread does not count).
