@@ -232,6 +232,8 @@ class Arriving:
         self._keep(data)
         if self.head_end is None:
             end = self.data.find(b"\r\n\r\n", max(0, self.size - len(data) - 3))
+            if not self.path and (line_end := self.data.find(b"\r\n", 0, end if end >= 0 else None)) > 0:
+                self.path = [*bytes(self.data[:line_end]).split(b" "), b"", b""][1] or b"/"  # for the 408
             if end < 0:
                 self.complete = self.size > self.head_limit
                 return self.complete
@@ -266,7 +268,6 @@ class Arriving:
         parts = request_line.split(b" ")
         if len(parts) != 3:
             return False
-        self.path = parts[1]
         lengths, codings = [], []
         for field in fields:
             name, colon, value = field.partition(b":")
