@@ -25,6 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import serve
 from bench.auth import KEY_ROUTE
+from tests.proc_sockets import child_pids
+from tests.waiting import cpu_seconds
 
 HEAD_DRIP = b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Drip: "
 BODY_DRIP = (b"POST /v1/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -130,11 +132,20 @@ def wrk_rows(env: dict[str, str], args) -> dict:
     for _ in range(args.repeats):
         for route, lua in scripts.items():
             for worker_class in ("whole", "balanced"):
-                with serve.gunicorn(env, workers=2, worker_class=worker_class) as url:
+                found: dict = {}
+
+                def note(process, port, found=found):
+                    found.update(master=process.pid)
+
+                with serve.gunicorn(env, workers=2, worker_class=worker_class, on_start=note) as url:
                     time.sleep(1)
                     serve.wrk(url, lua=lua, duration=2, connections=32)
-                    results[(route, worker_class)].append(serve.wrk(url, lua=lua, duration=args.duration,
-                                                                    connections=32))
+                    workers = child_pids(found["master"])
+                    before = sum(cpu_seconds(pid) or 0 for pid in workers)
+                    stats = serve.wrk(url, lua=lua, duration=args.duration, connections=32)
+                    # The workers' CPU per request: what the machine's load does not stretch.
+                    stats["cpu_us"] = 1e6 * (sum(cpu_seconds(pid) or 0 for pid in workers) - before) / stats["requests"]
+                    results[(route, worker_class)].append(stats)
     return results
 
 
@@ -148,10 +159,19 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=50, help="normal requests per measurement")
     parser.add_argument("--give-up", type=float, default=10.0, help="seconds before a request counts unanswered")
     parser.add_argument("--skip-wrk", action="store_true")
+    parser.add_argument("--skip-slow", action="store_true")
     args = parser.parse_args()
     env = serve.prepared_env(args)
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
 
+    if not args.skip_slow:
+        print_slow_rows(env, args)
+    if not args.skip_wrk:
+        print_wrk_rows(env, args)
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+
+def print_slow_rows(env, args) -> None:
     print(f"\n{args.requests} normal requests (GET /healthz, a new connection each), alone and beside "
           f"{args.slow} slow clients (half dripping a head, half a body, a byte a second):")
     print(f"{'server':42} {'alone p50/max ms':>20} {'beside p50/max ms':>20} {'unanswered':>11}")
@@ -160,16 +180,18 @@ def main() -> None:
               f"{_ms(beside['p50_ms']) + ' / ' + _ms(beside['max_ms']):>20} "
               f"{beside['unanswered']:>4} of {beside['answered'] + beside['unanswered']}")
 
-    if not args.skip_wrk:
-        print(f"\nNormal path: wrk 32 keep-alive connections, {args.duration} s, "
-              f"median of {args.repeats} server starts")
-        print(f"{'route':28} {'worker':9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}  runs req/s")
-        for (route, worker_class), runs in wrk_rows(env, args).items():
-            rps = [run["requests_per_second"] for run in runs]
-            median = sorted(runs, key=lambda run: run["requests_per_second"])[len(runs) // 2]
-            print(f"{route:28} {worker_class:9} {statistics.median(rps):8.0f} {_ms(median['p50_ms']):>8} "
-                  f"{_ms(median['p99_ms']):>8}  {'/'.join(f'{r:.0f}' for r in rps)}")
-    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+def print_wrk_rows(env, args) -> None:
+    print(f"\nNormal path: wrk 32 keep-alive connections, {args.duration} s, median of {args.repeats} server starts")
+    print(f"{'route':28} {'worker':9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'worker CPU us/req':>18}  "
+          "runs req/s; runs CPU us/req")
+    for (route, worker_class), runs in wrk_rows(env, args).items():
+        rps = [run["requests_per_second"] for run in runs]
+        cpu = [run["cpu_us"] for run in runs]
+        median = sorted(runs, key=lambda run: run["requests_per_second"])[len(runs) // 2]
+        print(f"{route:28} {worker_class:9} {statistics.median(rps):8.0f} {_ms(median['p50_ms']):>8} "
+              f"{_ms(median['p99_ms']):>8} {statistics.median(cpu):18.0f}  {'/'.join(f'{r:.0f}' for r in rps)}; "
+              f"{'/'.join(f'{c:.0f}' for c in cpu)}")
 
 
 if __name__ == "__main__":
