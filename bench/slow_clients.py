@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -81,6 +82,18 @@ def normal_requests(port: int, count: int, give_up: float) -> dict:
             "max_ms": 1000 * took[-1] if took else None}
 
 
+def both_workers_up(port: int) -> None:
+    """Wait until both workers have answered: on a loaded machine loading Django takes seconds."""
+    def ask(_):
+        with socket.create_connection(("127.0.0.1", port), timeout=300) as sock:
+            sock.sendall(NORMAL)
+            while sock.recv(65536):
+                pass
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(ask, range(8)))
+
+
 @contextlib.contextmanager
 def dev_server(env: dict[str, str]):
     port = serve.free_port()
@@ -97,8 +110,9 @@ def dev_server(env: dict[str, str]):
 
 @contextlib.contextmanager
 def gunicorn_port(env: dict[str, str], worker_class: str):
-    with serve.gunicorn(env, workers=2, worker_class=worker_class) as url:
-        time.sleep(2)  # both workers booted (the port answers once the first is up)
+    with contextlib.suppress(subprocess.TimeoutExpired), serve.gunicorn(
+            env, workers=2, worker_class=worker_class) as url:
+        both_workers_up(int(url.rsplit(":", 1)[1]))
         yield int(url.rsplit(":", 1)[1])
 
 
@@ -137,14 +151,16 @@ def wrk_rows(env: dict[str, str], args) -> dict:
                 def note(process, port, found=found):
                     found.update(master=process.pid)
 
-                with serve.gunicorn(env, workers=2, worker_class=worker_class, on_start=note) as url:
-                    time.sleep(1)
+                with contextlib.suppress(subprocess.TimeoutExpired), serve.gunicorn(
+                        env, workers=2, worker_class=worker_class, on_start=note) as url:
+                    both_workers_up(int(url.rsplit(":", 1)[1]))
                     serve.wrk(url, lua=lua, duration=2, connections=32)
                     workers = child_pids(found["master"])
                     before = sum(cpu_seconds(pid) or 0 for pid in workers)
                     stats = serve.wrk(url, lua=lua, duration=args.duration, connections=32)
                     # The workers' CPU per request: what the machine's load does not stretch.
-                    stats["cpu_us"] = 1e6 * (sum(cpu_seconds(pid) or 0 for pid in workers) - before) / stats["requests"]
+                    spent = sum(cpu_seconds(pid) or 0 for pid in workers) - before
+                    stats["cpu_us"] = 1e6 * spent / stats["requests"] if stats["requests"] else float("nan")
                     results[(route, worker_class)].append(stats)
     return results
 
