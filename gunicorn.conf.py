@@ -1,11 +1,11 @@
 """gunicorn in production: `make serve` (deploy/serve.sh: migrations, then
 `gunicorn config.wsgi:application -c gunicorn.conf.py`).
 
-Always behind a buffering reverse proxy (deploy/nginx.conf). gunicorn has no timeout for reading a
-request's head or body: a sync worker is stuck until `timeout` kills it, a gthread thread until the
-client leaves. The proxy reads whole requests itself, with its own timeouts, and hands gunicorn only
-complete ones. The app bounds its own body reads too (BODY_READ_TIMEOUT, BODY_READ_DEADLINE), for
-whatever reaches it directly. Why these values: docs/decisions.md, "Slow clients".
+Behind a buffering reverse proxy (deploy/nginx.conf), and safe from slow clients without it: stock
+gunicorn has no timeout for reading a request's head or body (a sync worker is stuck until `timeout`
+kills it, a gthread thread until the client leaves), so the worker class reads each request whole in
+its event loop, under HEADER_READ_TIMEOUT, BODY_READ_TIMEOUT and BODY_READ_DEADLINE, before a thread
+sees it (config/gunicorn_worker.py). Why these values: docs/decisions.md, "Slow clients".
 """
 
 import os
@@ -15,10 +15,13 @@ import os
 bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")]
 workers = int(os.environ.get("WEB_CONCURRENCY") or len(os.sched_getaffinity(0)))  # nproc
 
-# gthread keeps the proxy's upstream connections alive in a poller without holding the thread; one
-# thread a worker because 4 measured 40% slower (GIL contention, docs/performance.md).
-worker_class = "config.gunicorn_worker.BalancedThreadWorker"  # gthread that takes its share of connections
+# gthread keeps the proxy's upstream connections alive in a poller without holding the thread, and this
+# subclass reads requests there until they are whole; one thread a worker because 4 measured 40% slower
+# (GIL contention, docs/performance.md).
+worker_class = "config.gunicorn_worker.WholeRequestWorker"  # gthread, balanced, whole requests only
 threads = 1
+# Its deadlines come from the environment: HEADER_READ_TIMEOUT (10 s for a whole head) and the app's
+# BODY_READ_TIMEOUT and BODY_READ_DEADLINE (10 s without a byte, 60 s for a whole body).
 
 # Kill a worker whose main loop is silent this long (under gthread a busy thread does not count).
 timeout = 30

@@ -68,8 +68,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-# --worker-class names: production's (gunicorn.conf.py) and gunicorn's own two.
-WORKER_CLASSES = {"balanced": "config.gunicorn_worker.BalancedThreadWorker", "gthread": "gthread", "sync": "sync"}
+# --worker-class names: production's (gunicorn.conf.py: whole), the balanced gthread it extends, and
+# gunicorn's own two.
+WORKER_CLASSES = {"whole": "config.gunicorn_worker.WholeRequestWorker",
+                  "balanced": "config.gunicorn_worker.BalancedThreadWorker", "gthread": "gthread", "sync": "sync"}
 
 
 @contextlib.contextmanager
