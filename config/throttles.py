@@ -50,9 +50,10 @@ class IpThrottle(WindowThrottle):
         if extra > 0 and not self._record(request, self._hit(request, cost=extra)):
             raise Throttled(wait=self.wait())
 
-    def count(self, request) -> ratelimit.WindowState:
-        """Count one request made outside DRF (a dashboard page); the caller refuses it when not allowed."""
-        return self._hit(request, cost=1)
+    def count(self, request, cost: int = 1) -> ratelimit.WindowState:
+        """Count a request made outside DRF (a dashboard page) as `cost` requests; the caller refuses it
+        when not allowed."""
+        return self._hit(request, cost=cost)
 
     def _hit(self, request, cost: int) -> ratelimit.WindowState:
         return ratelimit.hit(f"{self.scope}:{client_ip(request)}", getattr(settings, self.rate_setting), cost=cost)

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from config.uploads import uploaded_bytes
-from dashboard.access import upload_form, verification_form
+from dashboard.access import upload_form, verification_charge, verification_form
 from dashboard.forms import VerifyForm
 from dashboard.verdicts import verdict_from_token, verdict_in_words, verdict_token
 from verification.api import VERIFY_UPLOAD_LIMIT
@@ -28,6 +28,7 @@ def verify_page(request):
     form = VerifyForm(request.POST, request.FILES)
     if not form.is_valid():
         return render(request, "dashboard/verify.html", {"form": form}, status=400)
-    result = content_verify(data=uploaded_bytes(request, "content"), token=form.cleaned_data["token"] or None)
+    result = content_verify(data=uploaded_bytes(request, "content"), token=form.cleaned_data["token"] or None,
+                            charge=verification_charge(request))
     query = urlencode({"result": verdict_token(verdict_in_words(result))})
     return redirect(f"{reverse('dashboard:verify')}?{query}")

@@ -192,3 +192,16 @@ def test_verify_page_is_limited_per_ip_like_the_api(settings):
     client = Client()
     assert client.post("/verify", {"content": SimpleUploadedFile("x.txt", b"hello")}).status_code == 302
     assert client.post("/verify", {"content": SimpleUploadedFile("x.txt", b"hello")}).status_code == 429
+
+
+def test_verify_page_charges_a_files_cost_like_the_api(settings):
+    """A twelve-second clip is several verifications' work on the page as on POST /v1/verify: a limit of
+    two admits one photo but refuses the clip, before it is decoded."""
+    from tests.audio import lame_mp3, noise
+
+    settings.VERIFY_RATE_PER_MINUTE = 2
+    clip = SimpleUploadedFile("clip.mp3", lame_mp3(noise(12, channels=1), kbps=32))
+    refused = Client().post("/verify", {"content": clip}, REMOTE_ADDR="198.51.100.40")
+    assert refused.status_code == 429 and "Retry-After" in refused
+    photo = SimpleUploadedFile("photo.jpg", photo_bytes("astronaut", "jpeg"))
+    assert Client().post("/verify", {"content": photo}, REMOTE_ADDR="198.51.100.41").status_code == 302
