@@ -60,8 +60,8 @@ def test_a_stalled_body_raises_request_timeout_after_the_read_timeout(client_and
 
 
 def test_a_trickling_body_misses_its_deadline(client_and_server):
-    # One byte every 50 ms never trips the 30 s read timeout (however busy the machine), and gunicorn's Body.read() keeps calling
-    # recv() until it has 1 KiB: only the deadline watchdog can stop it.
+    # One byte every 50 ms never trips the 30 s read timeout (however busy the machine), and gunicorn's
+    # Body.read() keeps calling recv() until it has 1 KiB: only the deadline watchdog can stop it.
     client, server = client_and_server
     stop = threading.Event()
     sent = []
