@@ -8,6 +8,7 @@ that hangs). Every request is recorded with its headers, body and signature verd
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +22,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     signature_ok: bool | None  # None: no secret registered for the path
+    alongside: int = 0  # requests hanging here on purpose whose senders still waited when this one arrived
 
     @property
     def json(self) -> dict:
@@ -40,6 +42,7 @@ class Receiver:
         self._answers: dict[str, _Answer] = {}
         self._secrets: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._hanging: list[socket.socket] = []
         self._stopping = threading.Event()
         receiver = self
 
@@ -86,11 +89,19 @@ class Receiver:
         secret = self._secrets.get(path)
         ok = None if secret is None else signature_verify(secret=secret, body=body,
                                                            header=handler.headers.get(HEADER, ""))
-        with self._lock:
-            self.requests.append(Received(path, {k.lower(): v for k, v in handler.headers.items()}, body, ok))
         answer = self._answers.get(path, _Answer())
-        if answer.delay and self._stopping.wait(answer.delay):
-            return
+        with self._lock:
+            alongside = sum(1 for conn in self._hanging if _peer_waits(conn))
+            self.requests.append(Received(path, {k.lower(): v for k, v in handler.headers.items()}, body, ok,
+                                          alongside))
+            if answer.delay:
+                self._hanging.append(handler.connection)
+        if answer.delay:
+            stopping = self._stopping.wait(answer.delay)
+            with self._lock:
+                self._hanging.remove(handler.connection)
+            if stopping:
+                return
         status = 400 if ok is False else answer.status
         try:
             handler.send_response(status)
@@ -101,3 +112,13 @@ class Receiver:
             handler.end_headers()
         except OSError:
             pass  # the sender gave up (timed out) before the answer
+
+
+def _peer_waits(conn: socket.socket) -> bool:
+    """Whether the sender on `conn` is still connected (it closes once it gives up on the answer)."""
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True  # nothing to read, not closed
+    except OSError:
+        return False

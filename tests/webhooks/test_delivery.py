@@ -262,15 +262,16 @@ def test_a_redirect_is_not_followed_and_counts_as_a_failure(owner_client, key_cl
 def test_a_hanging_receiver_costs_the_request_the_timeout_and_never_fails_it(owner_client, key_client, org, hook,
                                                                              receiver, client_generator):
     endpoint = hook()
-    receiver.respond("/hook", delay=TIMEOUT * 4)
+    receiver.respond("/hook", delay=TIMEOUT * 40)
     started = time.monotonic()
     record = _record(key_client, org, client_generator)
     elapsed = time.monotonic() - started
-    assert TIMEOUT <= elapsed < TIMEOUT + 1.0
+    assert elapsed >= TIMEOUT  # a lower bound only: a busy machine lengthens it, what ended it is below
     assert Record.objects.filter(pk=record["record_id"]).exists()
     [entry] = _deliveries(owner_client, endpoint)
+    # Failed with no answer: the timeout ended it (the receiver would have answered 200 after 40 timeouts).
     assert (entry["status"], entry["response_code"]) == ("failed", None)
-    assert TIMEOUT * 1000 - 50 <= entry["latency_ms"] < TIMEOUT * 1000 + 500
+    assert entry["latency_ms"] >= TIMEOUT * 1000 - 50
     assert _endpoint(endpoint).consecutive_failures == 1
 
 
@@ -280,9 +281,11 @@ def test_endpoints_are_served_concurrently_within_one_window(owner_client, key_c
     fast = hook(path="/fast")
     for endpoint in slow:
         receiver.respond(f"/slow{slow.index(endpoint)}", delay=TIMEOUT * 4)
-    started = time.monotonic()
     _record(key_client, org, client_generator)
-    assert time.monotonic() - started < TIMEOUT + 1.0  # three hanging endpoints: one timeout, not three
+    # Three hanging endpoints cost one timeout, not three: the last of them arrived while the senders of the
+    # other two still waited (one after another, each sender would have given up first). Counted, not timed.
+    hanging = [request for request in receiver.received() if request.path.startswith("/slow")]
+    assert len(hanging) == 3 and max(request.alongside for request in hanging) == 2, hanging
     assert [e["status"] for e in _deliveries(owner_client, fast)] == ["success"]
 
 
