@@ -89,11 +89,30 @@ def process_tree(root: int) -> list[int]:
 
 
 def serving(url: str) -> bool:
-    """Whether something answers HTTP at `url` (any status)."""
+    """Whether something answers HTTP at `url` (any status). An answer slower than 30 s counts as none yet."""
     import requests
 
     try:
-        requests.get(url, timeout=2)
-    except requests.ConnectionError:
+        requests.get(url, timeout=30)
+    except (requests.ConnectionError, requests.Timeout):
+        return False
+    return True
+
+
+def wait_for_process(ready: Callable[[], object], process, *, what: str, cpu_budget: float = 120.0,
+                     details: Callable[[], str] = lambda: "") -> object:
+    """`wait_until(ready)` for a server we started (`process`: a Popen): bounded by the CPU of its process
+    tree, ended at once when it exits."""
+    return wait_until(ready, pids=lambda: process_tree(process.pid), cpu_budget=cpu_budget, what=what,
+                      alive=lambda: process.poll() is None, details=details)
+
+
+def port_open(port: int) -> bool:
+    """Whether 127.0.0.1:`port` accepts a connection."""
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except OSError:
         return False
     return True

@@ -145,7 +145,7 @@ def test_a_restart_under_load_answers_503_and_loses_nothing(cluster):
                    details=lambda: repr([(lane.label, len(lane.answers), lane.answers[-1:]) for lane in lanes]))
 
     try:
-        wait_for_port(port)
+        wait_for_port(port, process=server)
         for lane in lanes:
             lane.start()
         # Both workers serve and have their database connections (each lane's connection sits on one).
