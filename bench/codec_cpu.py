@@ -64,7 +64,9 @@ def _swallow(call: Callable[[], object]) -> None:
 
 
 def cases() -> dict[str, Callable[[], Callable[[], object]]]:
-    import test_pdf
+    import importlib
+
+    test_pdf = importlib.import_module("test_pdf")  # tests/media_codecs/test_pdf.py, on the path above
 
     found = {"html-16MB-of-tags": _html_tag_bomb, "mp3-50MB-smallest-frames": _mp3_smallest_frames}
     for name, (build, _) in test_pdf.HOSTILE.items():
