@@ -209,7 +209,7 @@ def ffprobe(data: bytes, suffix: str) -> tuple[str, dict]:
         file.write(data)
         file.flush()
         result = subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", file.name],
-                                capture_output=True, timeout=60, check=False)
+                                capture_output=True, timeout=600, check=False)
     streams = json.loads(result.stdout or b"{}").get("streams", [])
     audio = next((stream for stream in streams if stream.get("codec_type") == "audio"), {})
     return result.stderr.decode(errors="replace"), audio

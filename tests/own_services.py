@@ -19,8 +19,16 @@ from pathlib import Path
 from tests.proc_sockets import free_port
 
 
-def wait_for_port(port: int, timeout: float = 30.0, *, open_: bool = True) -> None:
-    """Wait until 127.0.0.1:`port` accepts connections (or, with open_=False, refuses them)."""
+def wait_for_port(port: int, timeout: float = 120.0, *, open_: bool = True, process=None) -> None:
+    """Wait until 127.0.0.1:`port` accepts connections (or, with open_=False, refuses them).
+
+    With the `process` (a Popen) that is to open it, the wait is bounded by the CPU its process tree spends,
+    not by the clock (tests/waiting.py); `timeout` then does not apply."""
+    if process is not None and open_:
+        from tests.waiting import port_open, wait_for_process
+
+        wait_for_process(lambda: port_open(port), process, what=f"port {port} open", cpu_budget=60)
+        return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -62,7 +70,7 @@ class OwnPostgres:
         command = [str(self.bin / tool), *args]
         if self._user:
             command = ["runuser", "-u", self._user, "--", *command]
-        return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120)
+        return subprocess.run(command, capture_output=True, text=True, check=check, timeout=600)
 
     def url(self, name: str = "postgres") -> str:
         return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
@@ -102,7 +110,7 @@ class OwnRedis:
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", str(self.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_port(self.port)
+        wait_for_port(self.port, process=self.process)
 
     def kill(self) -> None:
         """SIGKILL: Redis vanishes with everything it held; connections are refused from then on."""

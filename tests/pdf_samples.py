@@ -155,7 +155,7 @@ def qpdf(data: bytes, *arguments: str) -> bytes:
     with tempfile.TemporaryDirectory() as folder:
         source, target = Path(folder, "in.pdf"), Path(folder, "out.pdf")
         source.write_bytes(data)
-        subprocess.run(["qpdf", *arguments, str(source), str(target)], check=True, capture_output=True, timeout=60)
+        subprocess.run(["qpdf", *arguments, str(source), str(target)], check=True, capture_output=True, timeout=600)
         return target.read_bytes()
 
 
@@ -164,7 +164,7 @@ def qpdf_check(data: bytes) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, "check.pdf")
         path.write_bytes(data)
-        return subprocess.run(["qpdf", "--check", str(path)], capture_output=True, text=True, timeout=60)
+        return subprocess.run(["qpdf", "--check", str(path)], capture_output=True, text=True, timeout=600)
 
 
 def hybrid_pdf() -> bytes:

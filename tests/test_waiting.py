@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -46,3 +47,11 @@ def test_a_process_that_uses_no_cpu_at_all_is_reported_stalled(monkeypatch):
     finally:
         idle.kill()
         idle.wait()
+
+
+def test_cpu_spent_counts_this_process_work_not_its_sleep():
+    with waiting.CpuSpent() as slept:
+        time.sleep(0.3)
+    with waiting.CpuSpent() as worked:
+        sum(range(20_000_000))
+    assert slept.seconds < 0.1 < worked.seconds

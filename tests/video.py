@@ -165,7 +165,7 @@ def ffprobe(data: bytes, suffix: str) -> dict:
         file.write(data)
         file.flush()
         result = subprocess.run(["ffprobe", "-v", "error", "-print_format", "json", "-show_streams", "-show_format",
-                                 file.name], capture_output=True, check=True, timeout=60)
+                                 file.name], capture_output=True, check=True, timeout=600)
     return json.loads(result.stdout)
 
 
@@ -175,7 +175,7 @@ def ffprobe_errors(data: bytes, suffix: str) -> str:
         file.write(data)
         file.flush()
         result = subprocess.run(["ffprobe", "-v", "error", "-show_packets", file.name], capture_output=True,
-                                timeout=60)
+                                timeout=600)
     return result.stderr.decode("utf-8", "replace")
 
 

@@ -25,6 +25,27 @@ def cpu_seconds(pid: int) -> float | None:
     return sum(int(value) for value in fields[11:15]) / _TICKS
 
 
+def own_cpu_seconds() -> float:
+    """User and system CPU of this process (every thread) and of the children it has waited for."""
+    user, system, children_user, children_system, _ = os.times()
+    return user + system + children_user + children_system
+
+
+class CpuSpent:
+    """`with CpuSpent() as spent:` ... then `spent.seconds`: the CPU this process (every thread, and the
+    children it waited for) used inside the block. For work done in the test's own process: a busy machine
+    stretches its wall-clock time, not this."""
+
+    seconds = 0.0
+
+    def __enter__(self) -> "CpuSpent":
+        self._start = own_cpu_seconds()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.seconds = own_cpu_seconds() - self._start
+
+
 def wait_until(condition: Callable[[], object], *, pids: Callable[[], Iterable[int]], cpu_budget: float,
                what: str, alive: Callable[[], bool] = lambda: True, details: Callable[[], str] = lambda: ""):
     """Poll `condition` until it returns something truthy, and return that.
@@ -68,11 +89,30 @@ def process_tree(root: int) -> list[int]:
 
 
 def serving(url: str) -> bool:
-    """Whether something answers HTTP at `url` (any status)."""
+    """Whether something answers HTTP at `url` (any status). An answer slower than 30 s counts as none yet."""
     import requests
 
     try:
-        requests.get(url, timeout=2)
-    except requests.ConnectionError:
+        requests.get(url, timeout=30)
+    except (requests.ConnectionError, requests.Timeout):
+        return False
+    return True
+
+
+def wait_for_process(ready: Callable[[], object], process, *, what: str, cpu_budget: float = 120.0,
+                     details: Callable[[], str] = lambda: "") -> object:
+    """`wait_until(ready)` for a server we started (`process`: a Popen): bounded by the CPU of its process
+    tree, ended at once when it exits."""
+    return wait_until(ready, pids=lambda: process_tree(process.pid), cpu_budget=cpu_budget, what=what,
+                      alive=lambda: process.poll() is None, details=details)
+
+
+def port_open(port: int) -> bool:
+    """Whether 127.0.0.1:`port` accepts a connection."""
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except OSError:
         return False
     return True

@@ -12,7 +12,9 @@ URL = "/v1/auth/login"
 
 
 def test_login_returns_a_24_hour_hs256_session_token_with_the_spec_claims(api_client, owner):
+    before = int(time.time())
     response = api_client.post(URL, {"email": owner.email.upper(), "password": factories.PASSWORD}, format="json")
+    after = time.time()
     assert response.status_code == 200
     body = response.json()
     assert body["user"] == {"user_id": str(owner.pk), "email": owner.email, "email_verified": True,
@@ -23,7 +25,7 @@ def test_login_returns_a_24_hour_hs256_session_token_with_the_spec_claims(api_cl
     assert claims["user_id"] == str(owner.pk) and claims["org_id"] == str(owner.org_id)
     assert claims["email"] == owner.email
     assert claims["exp"] - claims["iat"] == 24 * 3600
-    assert abs(claims["iat"] - time.time()) < 5
+    assert before <= claims["iat"] <= after  # issued during the request, however long a busy machine made it
 
 
 def test_login_tokens_have_distinct_jtis(api_client, owner):

@@ -43,7 +43,7 @@ def signer(svc, client_generator, tmp_path, monkeypatch):
 
 def exiftool_token(path) -> str:
     result = subprocess.run(["exiftool", "-XMP-svc:Token", "-b", str(path)], capture_output=True, check=True,
-                            timeout=30)
+                            timeout=600)
     return result.stdout.decode()
 
 

@@ -30,7 +30,7 @@ print(json.dumps((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) /
 
 def _faults_per_request(mode: str) -> float:
     out = subprocess.run([sys.executable, "-c", _CHILD, mode], cwd=ROOT, capture_output=True, text=True,
-                         check=True, timeout=60)
+                         check=True, timeout=600)
     return json.loads(out.stdout)
 
 

@@ -40,11 +40,18 @@ def test_a_stalled_body_raises_request_timeout_after_the_read_timeout(client_and
     body = gunicorn_body(server)
     timed = TimedInput(body, length=LENGTH, sock=server, read_timeout=0.3, deadline=0)
 
+    # Were the timeout missing, the read would wait for ever: the client then hangs up, and the read ends
+    # some other way than BodyReadTimeout (a guard, not a bound: a busy machine only delays the timeout).
+    guard = threading.Timer(120, client.shutdown, [socket.SHUT_RDWR])
+    guard.start()
     started = time.monotonic()
-    with pytest.raises(BodyReadTimeout):
-        timed.read(LENGTH)
+    try:
+        with pytest.raises(BodyReadTimeout, match="stalled"):  # the read timeout, not the (disabled) deadline
+            timed.read(LENGTH)
+    finally:
+        guard.cancel()
 
-    assert 0.3 <= time.monotonic() - started < 2
+    assert time.monotonic() - started >= 0.3  # not before the timeout (only a lower bound: load lengthens it)
     assert timed.timed_out
     assert body.failed  # gunicorn's gthread worker then closes the connection instead of reusing it
     assert server.gettimeout() is None  # restored: gunicorn writes the 408 without our timeout
@@ -53,32 +60,36 @@ def test_a_stalled_body_raises_request_timeout_after_the_read_timeout(client_and
 
 
 def test_a_trickling_body_misses_its_deadline(client_and_server):
-    # One byte every 50 ms never trips the 1 s read timeout, and gunicorn's Body.read() keeps calling
-    # recv() until it has 1 KiB: only the deadline watchdog can stop it.
+    # One byte every 50 ms never trips the 30 s read timeout (however busy the machine), and gunicorn's
+    # Body.read() keeps calling recv() until it has 1 KiB: only the deadline watchdog can stop it.
     client, server = client_and_server
     stop = threading.Event()
+    sent = []
 
     def trickle():
-        for _ in range(200):  # 10 s at most
+        for _ in range(2400):  # 2 minutes at most: a guard, should the deadline never come
             if stop.wait(0.05):
                 return
             try:
                 client.send(b" ")
             except OSError:
                 return
+            sent.append(1)
+        client.shutdown(socket.SHUT_RDWR)  # then the read ends some other way than BodyReadTimeout
 
     sender = threading.Thread(target=trickle, daemon=True)
     sender.start()
-    timed = TimedInput(gunicorn_body(server), length=LENGTH, sock=server, read_timeout=1, deadline=0.5)
+    timed = TimedInput(gunicorn_body(server), length=LENGTH, sock=server, read_timeout=30, deadline=0.5)
     started = time.monotonic()
     try:
-        with pytest.raises(BodyReadTimeout):
+        with pytest.raises(BodyReadTimeout, match="did not arrive in time"):  # the deadline, not the read timeout
             while timed.read(4096):
                 pass
     finally:
         stop.set()
         sender.join(timeout=5)
-    assert 0.5 <= time.monotonic() - started < 1.5
+    assert time.monotonic() - started >= 0.5  # not before the deadline (only a lower bound: load lengthens it)
+    assert 0 < len(sent) < LENGTH  # bytes kept coming, and the body was still far from whole
 
 
 def test_a_body_that_arrives_in_time_is_read_whole(client_and_server):

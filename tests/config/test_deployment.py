@@ -8,7 +8,6 @@ The server is `runserver` in a subprocess, on its own SQLite file and with the p
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,10 @@ import requests
 
 from tests.log_scan import watch_file
 from tests.proc_sockets import free_port
+from tests.waiting import serving, wait_for_process
 
 PROJECT = Path(__file__).resolve().parents[2]
-STARTUP_SECONDS = 30
+STARTUP_CPU_SECONDS = 60
 REQUEST_SECONDS = 30
 
 
@@ -34,7 +34,7 @@ def migrated_server(tmp_path, request):
     """The base URL of `manage.py runserver` on a database made by `manage.py migrate` alone."""
     env = _deployment_env(tmp_path)
     migrate = subprocess.run([sys.executable, "manage.py", "migrate"], cwd=PROJECT, env=env,
-                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
     assert migrate.returncode == 0, migrate.stdout[-2000:] + migrate.stderr[-4000:]
     port = free_port()
     log_path = tmp_path / "server.log"
@@ -60,16 +60,9 @@ def migrated_server(tmp_path, request):
 
 
 def _wait_until_up(server: subprocess.Popen, url: str, log_path: Path) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise AssertionError(f"runserver exited with {server.returncode}:\n{log_path.read_text()[-4000:]}")
-        try:
-            requests.get(url, timeout=2)
-            return
-        except requests.ConnectionError:
-            time.sleep(0.2)
-    raise AssertionError(f"{url} did not come up in {STARTUP_SECONDS} s:\n{log_path.read_text()[-4000:]}")
+    # Bounded by the CPU runserver spends starting, not by the clock (a busy machine only makes it longer).
+    wait_for_process(lambda: serving(url), server, what=f"{url} up", cpu_budget=STARTUP_CPU_SECONDS,
+                     details=lambda: log_path.read_text()[-4000:])
 
 
 def test_migrate_then_runserver_serves_auth_sessions_and_key_routes(migrated_server):

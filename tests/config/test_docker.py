@@ -53,7 +53,7 @@ def test_compose_requires_every_secret_and_sets_only_variables_the_service_reads
 @pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose is not installed")
 def test_docker_compose_renders_the_file_and_refuses_it_without_the_secrets(tmp_path):
     def config(env: dict) -> subprocess.CompletedProcess:
-        return subprocess.run(["docker-compose", "-f", str(COMPOSE), "config"], cwd=tmp_path, timeout=60,
+        return subprocess.run(["docker-compose", "-f", str(COMPOSE), "config"], cwd=tmp_path, timeout=600,
                               env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True)
 
     rendered = config(SET)

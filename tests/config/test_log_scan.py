@@ -32,7 +32,7 @@ def _run_session(tmp_path: Path, test_code: str, *args: str) -> subprocess.Compl
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:django", "-p", "no:cacheprovider",
                            "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), *args,
                            str(tmp_path / "test_sample.py")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
 
 
 def test_a_session_that_logs_no_secret_passes(tmp_path):

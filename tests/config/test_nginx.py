@@ -8,13 +8,13 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.proc_sockets import free_port
+from tests.waiting import port_open, wait_for_process
 
 PROJECT = Path(__file__).resolve().parents[2]
 NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
@@ -67,16 +67,11 @@ def proxy(tmp_path_factory):
         f"http {{ access_log off; include {prefix}/site.conf; }}\n")
     process = subprocess.Popen([NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"nginx did not start: {process.stderr.read().decode()}")
-            time.sleep(0.05)
+    try:  # bounded by the CPU nginx spends starting, not by the clock
+        wait_for_process(lambda: port_open(port), process, what="nginx start", cpu_budget=30)
+    except AssertionError:
+        process.kill()
+        pytest.fail(f"nginx did not start: {process.stderr.read().decode()}")
     yield port
     process.terminate()
     process.wait(timeout=10)

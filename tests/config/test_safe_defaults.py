@@ -40,7 +40,7 @@ def _environment(tmp_path, **overrides: str) -> dict[str, str]:
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=600)
 
 
 def test_with_nothing_set_the_service_refuses_to_start_and_names_secret_key(tmp_path):

@@ -41,6 +41,6 @@ def test_concurrent_read_then_write_transactions_wait_instead_of_failing(tmp_pat
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "REDIS_URL": "", "DEBUG": "true",
            "DJANGO_SETTINGS_MODULE": "config.settings"}
     done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=PROJECT, env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"errors": [], "rows": 8}

@@ -92,7 +92,7 @@ def test_session_and_csrf_cookies_are_secure_outside_development():
            "TOKEN_SIGNING_KEY": "t" * 44, "LOG_SIGNING_KEY": "l" * 44, "DJANGO_SETTINGS_MODULE": "config.settings"}
     code = "from django.conf import settings as s; print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE)"
     out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], env=env,
-                         capture_output=True, text=True, timeout=60, check=True)
+                         capture_output=True, text=True, timeout=600, check=True)
     assert out.stdout.split() == ["True", "True"]
 
 

@@ -81,7 +81,7 @@ def _manage(database_url: str, *args: str) -> subprocess.CompletedProcess:
     env = {name: value for name, value in os.environ.items() if name not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE")}
     env.update(DEBUG="true", DATABASE_URL=database_url)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=PROJECT, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
 
 
 def test_a_dump_restored_into_a_new_database_signs_verifies_and_keeps_the_log(transactional_db, api_client,
@@ -104,12 +104,12 @@ def test_a_dump_restored_into_a_new_database_signs_verifies_and_keeps_the_log(tr
 
     dump = tmp_path / "provenance.dump"
     source = _url(connection.settings_dict["NAME"])
-    subprocess.run(["pg_dump", "--format=custom", f"--file={dump}", source], check=True, timeout=120)
+    subprocess.run(["pg_dump", "--format=custom", f"--file={dump}", source], check=True, timeout=600)
     listing = subprocess.run(["pg_restore", "--list", str(dump)], check=True, capture_output=True, text=True)
     assert "provenance_record" in listing.stdout and "generators_generatorkey" in listing.stdout
     restored = _url(restored_database)
     subprocess.run(["pg_restore", "--no-owner", "--exit-on-error", f"--dbname={restored}", str(dump)],
-                   check=True, timeout=120)
+                   check=True, timeout=600)
 
     assert _manage(restored, "migrate", "--check").returncode == 0  # the schema is the code's
     unsealed = _manage(restored, "shell", "-c",

@@ -85,7 +85,7 @@ def has_exiftool() -> bool:
 
 def exiftool_token(path: str) -> str:
     """Our token as exiftool reads it from the file (XMP-svc group, binary value)."""
-    result = subprocess.run(["exiftool", "-XMP-svc:Token", "-b", path], capture_output=True, check=True, timeout=30)
+    result = subprocess.run(["exiftool", "-XMP-svc:Token", "-b", path], capture_output=True, check=True, timeout=600)
     return result.stdout.decode()
 
 

@@ -123,7 +123,7 @@ def test_the_reference_decoder_tests_the_signed_and_reencoded_files() -> None:
         with tempfile.NamedTemporaryFile(suffix=".flac") as file:
             file.write(data)
             file.flush()
-            result = subprocess.run(["flac", "--test", "--silent", file.name], capture_output=True, timeout=60)
+            result = subprocess.run(["flac", "--test", "--silent", file.name], capture_output=True, timeout=600)
         assert result.returncode == 0, result.stderr
 
 

@@ -52,7 +52,7 @@ def test_the_upright_frame_is_the_one_ffmpeg_shows() -> None:
         with open(f"{folder}/in.mp4", "wb") as file:
             file.write(rotated)
         subprocess.run(["ffmpeg", "-v", "error", "-i", f"{folder}/in.mp4", "-frames:v", "1", f"{folder}/out.png"],
-                       check=True, timeout=60)
+                       check=True, timeout=600)
         shown = Image.open(f"{folder}/out.png")
         shown.load()
     assert shown.size == (240, 320)

@@ -36,7 +36,7 @@ def test_pure_modules_import_without_loading_django() -> None:
         "print('ok')\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", script], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"

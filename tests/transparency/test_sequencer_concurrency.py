@@ -14,6 +14,7 @@ from django.db import connection
 from provenance.models import Record
 from tests.transparency import rfc9162
 from tests.transparency.logs import make_key, make_records
+from tests.waiting import wait_for_process
 from transparency import services
 from transparency.models import LogState, LogTile
 
@@ -74,9 +75,8 @@ def test_a_sequencer_killed_mid_batch_loses_and_duplicates_nothing():
     process = subprocess.Popen([sys.executable, "manage.py", "log_sequencer", "--batch-size", "2000"], cwd=ROOT,
                                env=env, stdout=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while LogState.objects.get(pk=1).tree_size < 2000 and time.monotonic() < deadline:
-            time.sleep(0.05)  # until its first batch committed: the next one is in flight
+        # Until its first batch committed (the next one is then in flight), bounded by the sequencer's CPU.
+        wait_for_process(lambda: LogState.objects.get(pk=1).tree_size >= 2000, process, what="first batch")
         time.sleep(0.1)
     finally:
         process.send_signal(signal.SIGKILL)

@@ -2,10 +2,11 @@
 
 Every case of tests.hostile_media.FAMILY_CASES goes to POST /v1/sign and POST /v1/verify; every JSON
 operation of the schema gets a body nested 10,000 deep and a 1 MB string in each of its fields; the
-upload routes get 1,000 multipart parts. Each answer must come within 2 s, leave the worker's resident
+upload routes get 1,000 multipart parts. Each answer must cost the worker under 2 s of CPU (its own, from
+/proc: a busy machine stretches the wall-clock time, not this), leave the worker's resident
 memory (read from /proc) less than 100 MB bigger, peak less than 100 MB above where it started, carry
 the error envelope when it is an error, and be followed by a normal answer from the same worker.
-bench/hostile.py --families prints the same rows.
+bench/hostile.py --families prints the same rows, with their wall-clock seconds.
 """
 
 import sys
@@ -16,7 +17,7 @@ import pytest
 from bench import hostile_live
 from tests import hostile_media as hm
 
-TIME_BOUND = 2.0
+CPU_BOUND = 2.0  # seconds of the worker's CPU per request
 MEMORY_BOUND_MB = 100
 
 # Files still valid in their format once the attack is applied: signed (201) and verified (200) as such.
@@ -51,7 +52,7 @@ def live(tmp_path_factory):
 
 
 def _assert_bounded(row: hostile_live.Row) -> None:
-    assert row.seconds < TIME_BOUND, row
+    assert row.cpu_seconds < CPU_BOUND, row
     assert row.rss_growth_mb < MEMORY_BOUND_MB and row.peak_growth_mb < MEMORY_BOUND_MB, row
     assert row.status < 500 and row.envelope, row
     assert row.next_ok, row

@@ -1,12 +1,12 @@
 """Uploads built to cost time or memory, on the public routes: refused before work, or bounded.
 
-Time is measured around the request in this process; memory (which Pillow and OpenCV allocate
-outside Python's tracing) in a fresh process per case, through bench/hostile.py.
+Work is measured as the CPU this process spends on the request (the test client serves it here; a busy
+machine stretches the wall-clock time, not this); memory (which Pillow and OpenCV allocate outside
+Python's tracing) in a fresh process per case, through bench/hostile.py, which also prints the seconds.
 """
 
 import base64
 import io
-import time
 
 import pytest
 
@@ -15,13 +15,14 @@ from media_codecs.image import jpeg, png, webp
 from provenance.models import Record
 from tests import factories
 from tests import hostile_media as hm
+from tests.waiting import CpuSpent
 from verification.services import BATCH_MAX_BYTES
 
 pytestmark = pytest.mark.django_db
 MB = hm.MB
-# Parsing a hostile upload must stay far below the 2 s target on this machine; the bound leaves
-# room for a loaded CI host. Before the limits these took 7 to over 60 seconds.
-TIME_BOUND = 4.0
+# CPU seconds of this process for one hostile request: parsing it must stay far below the 2 s target; the
+# bound leaves room for building the request in the same process. Before the limits these took 7 to over 60 s.
+CPU_BOUND = 4.0
 MEMORY_BOUND_MB = 500
 
 
@@ -39,16 +40,17 @@ BOMB_NAMES = ["jpeg-50MB-of-comments", "png-50MB-of-chunks", "webp-50MB-of-chunk
 
 
 def _timed(call):
-    started = time.perf_counter()
-    response = call()
-    return response, time.perf_counter() - started
+    """The response and the CPU seconds this process spent building, serving and reading it."""
+    with CpuSpent() as spent:
+        response = call()
+    return response, spent.seconds
 
 
 def _assert_refused_as_too_large(response, seconds: float) -> None:
     body = response.json()
     assert response.status_code == 413, body
     assert body["error"] == "payload_too_large" and body["message"]
-    assert seconds < TIME_BOUND
+    assert seconds < CPU_BOUND, seconds
 
 
 @pytest.mark.parametrize("name", BOMB_NAMES)
@@ -107,7 +109,7 @@ def test_a_batch_over_the_pixel_budget_is_refused_before_decoding(api_client):
     items = [{"content": bomb}] * 50
     response, seconds = _timed(lambda: api_client.post("/v1/verify/batch", {"items": items}, format="json"))
     _assert_refused_as_too_large(response, seconds)
-    assert seconds < 1.5  # nothing was decoded
+    assert seconds < 1.5, seconds  # nothing was decoded
 
 
 def test_a_batch_over_the_byte_budget_is_refused(api_client):
@@ -158,7 +160,7 @@ def isolated_environment(tmp_path_factory):
 ])
 def test_a_worker_stays_under_500_mb_for_what_the_limits_accept(isolated_environment, name, status):
     workdir, env = isolated_environment
-    row = hostile.run_case(name, workdir, env, timeout=120)
+    row = hostile.run_case(name, workdir, env, timeout=900)  # a guard against a hang, not a speed bound
     assert "error" not in row, row
     assert row["status"] == status
     # The bound is a served worker's: the test client in the measured process also holds its own copy of the

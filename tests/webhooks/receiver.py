@@ -8,7 +8,6 @@ that hangs). Every request is recorded with its headers, body and signature verd
 from __future__ import annotations
 
 import json
-import select
 import socket
 import threading
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     signature_ok: bool | None  # None: no secret registered for the path
+    alongside: int = 0  # requests hanging here on purpose whose senders still waited when this one arrived
 
     @property
     def json(self) -> dict:
@@ -83,7 +83,7 @@ class Receiver:
         """Connections on `path` this receiver holds unanswered whose sender has not given up (closed)."""
         with self._lock:
             holding = [sock for held_path, sock in self._holding if held_path == path]
-        return sum(1 for sock in holding if not _closed_by_peer(sock))
+        return sum(1 for sock in holding if _peer_waits(sock))
 
     def close(self) -> None:
         self._stopping.set()  # wakes handlers that are hanging on purpose
@@ -96,7 +96,9 @@ class Receiver:
         ok = None if secret is None else signature_verify(secret=secret, body=body,
                                                            header=handler.headers.get(HEADER, ""))
         with self._lock:
-            self.requests.append(Received(path, {k.lower(): v for k, v in handler.headers.items()}, body, ok))
+            alongside = sum(1 for _, sock in self._holding if _peer_waits(sock))
+            self.requests.append(Received(path, {k.lower(): v for k, v in handler.headers.items()}, body, ok,
+                                          alongside))
         answer = self._answers.get(path, _Answer())
         if answer.delay:
             entry = (path, handler.connection)
@@ -120,9 +122,11 @@ class Receiver:
             pass  # the sender gave up (timed out) before the answer
 
 
-def _closed_by_peer(sock: socket.socket) -> bool:
+def _peer_waits(conn: socket.socket) -> bool:
+    """Whether the sender on `conn` is still connected (it closes once it gives up on the answer)."""
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):
-        return True
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True  # nothing to read, not closed
+    except OSError:
+        return False

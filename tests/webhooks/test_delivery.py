@@ -279,8 +279,9 @@ def test_a_hanging_receiver_never_holds_the_request_and_is_logged_failed_once(ow
     assert WebhookDelivery.objects.get(pk=row.pk).pending  # the request was answered; the delivery goes on
     settled()
     [entry] = _deliveries(owner_client, endpoint)
+    # Failed with no answer: the timeout ended it (the receiver would have answered 200 after 40 timeouts).
     assert (entry["status"], entry["response_code"]) == ("failed", None)
-    assert TIMEOUT * 1000 - 50 <= entry["latency_ms"] < TIMEOUT * 1000 + 500
+    assert entry["latency_ms"] >= TIMEOUT * 1000 - 50
     assert _endpoint(endpoint).consecutive_failures == 1
 
 
@@ -340,9 +341,11 @@ def test_endpoints_are_served_concurrently_within_one_window(owner_client, key_c
     fast = hook(path="/fast")
     for endpoint in slow:
         receiver.respond(f"/slow{slow.index(endpoint)}", delay=TIMEOUT * 4)
-    started = time.monotonic()
     _record(key_client, org, client_generator)
-    assert time.monotonic() - started < TIMEOUT + 1.0  # three hanging endpoints: one timeout, not three
+    # Three hanging endpoints cost one timeout, not three: the last of them arrived while the senders of the
+    # other two still waited (one after another, each sender would have given up first). Counted, not timed.
+    hanging = [request for request in receiver.received() if request.path.startswith("/slow")]
+    assert len(hanging) == 3 and max(request.alongside for request in hanging) == 2, hanging
     assert [e["status"] for e in _deliveries(owner_client, fast)] == ["success"]
 
 

