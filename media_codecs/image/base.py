@@ -71,12 +71,13 @@ class ImageCodec(Codec):
         width, height = self.canvas_size(self.media(content).container)
         return width * height
 
-    def decoded(self, content: bytes | Media) -> Image.Image:
-        """The first frame's pixels, decoded once per Media. Raises CorruptMedia, UnsupportedFormat."""
+    def decoded(self, content: bytes | Media) -> pixels.Picture:
+        """The first frame's pixels (a Pillow image, or a decoder's array: pixels.Picture), decoded once
+        per Media. Raises CorruptMedia, UnsupportedFormat."""
         media = self.media(content)
         return media.cached("pixels", lambda: self.decode(self.decoder_input(media)))
 
-    def decode(self, decoder_input: bytes) -> Image.Image:
+    def decode(self, decoder_input: bytes) -> pixels.Picture:
         """Decode the decoder input with Pillow; a format may use another decoder of the same library."""
         return pixels.decode_first_frame(decoder_input, self.pillow_format)
 
