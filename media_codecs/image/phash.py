@@ -43,16 +43,20 @@ def phash_hex(image: Picture) -> str:
 
     Raises what Pillow raises while converting or resizing; callers translate it.
     """
-    return _hash_of(_thumbnail(image))
+    return _hash_of(thumbnail(image))
 
 
 def distinctive_phash_hex(image: Picture) -> str | None:
     """`phash_hex`, or None for a picture too flat for its hash to identify it (MIN_THUMBNAIL_SPREAD)."""
-    pixels = _thumbnail(image)
-    return _hash_of(pixels) if float(pixels.std()) >= MIN_THUMBNAIL_SPREAD else None
+    return distinctive_hex_of(thumbnail(image))
 
 
-def _thumbnail(image: Picture) -> np.ndarray:
+def distinctive_hex_of(grey: np.ndarray) -> str | None:
+    """`distinctive_phash_hex` of the picture whose `thumbnail` is `grey`."""
+    return _hash_of(grey) if float(grey.std()) >= MIN_THUMBNAIL_SPREAD else None
+
+
+def thumbnail(image: Picture) -> np.ndarray:
     """imagehash's grey 32x32 LANCZOS thumbnail, made a strip at a time.
 
     Pillow resizes in two passes, rounding to 8 bits in between: each row, then each column (or the

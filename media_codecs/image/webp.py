@@ -279,7 +279,7 @@ class WebpCodec(ImageCodec):
         return assemble(_simplified([vp8x_for(image), *image]))
 
     def decode(self, decoder_input: bytes) -> np.ndarray:
-        return pixels.decode_with_opencv(decoder_input)  # an array, read where it lies (pixels.Picture)
+        return pixels.decode_webp(decoder_input)  # an array, read where it lies (pixels.Picture)
 
     def check_watermarkable(self, media: Media) -> None:
         if any(chunk.fourcc in (b"ANIM", b"ANMF") for chunk in media.container[0]):

@@ -135,3 +135,19 @@ def test_the_pass_order_rule_is_pillows() -> None:
             whole = image.resize((32, 32), Image.Resampling.LANCZOS)
             first = (width, 32) if phash._columns_first(width, height) else (32, height)
             assert image.resize(first, Image.Resampling.LANCZOS).resize((32, 32), Image.Resampling.LANCZOS) == whole
+
+
+def test_a_picture_over_the_read_view_size_reads_as_the_whole_picture_does() -> None:
+    """Over READ_VIEW_PIXELS the codec keeps only the mark's window and the pHash's thumbnail, and lets the
+    decoded pixels go before reading: the same answers."""
+    from media_codecs.image import base, pixels
+
+    width, height = 4400, 3700
+    assert width * height > base.READ_VIEW_PIXELS
+    data = encode(np.asarray(_textured(width, height, "RGB")), "PNG", compress_level=1)
+    codec = get_codec("png")
+    media = codec.media(data)
+    found = codec.fingerprint(media), codec.extract_watermark(media)
+    assert "pixels" not in media._cache  # let go
+    whole = Image.open(io.BytesIO(data))
+    assert found == (str(imagehash.phash(whole)), pixels.read_watermark(whole))
