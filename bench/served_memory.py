@@ -13,6 +13,7 @@ bound) is followed to its replacement; the row says so.
 """
 
 import argparse
+import contextlib
 import io
 import subprocess
 import sys
@@ -188,7 +189,10 @@ def main() -> None:
         def on_start(process, port, served=served):
             served["master"] = process.pid
 
-        with serve.gunicorn(env, workers=1, on_start=on_start) as url:
+        def after(row: dict) -> str:
+            return f"{row['after'] / 1024:.0f}" + (" (restarted)" if row["restarted"] else "")
+
+        with contextlib.suppress(subprocess.TimeoutExpired), serve.gunicorn(env, workers=1, on_start=on_start) as url:
             worker = Worker(served["master"])
             for small in smalls * 2:  # every family's imports and first buffers: the worker's idle size
                 subprocess.run(curl(url, "verify", str(small), key, str(generator.pk)), check=True, capture_output=True)
@@ -197,15 +201,11 @@ def main() -> None:
             fresh = worker.request(command)
             worker.request(curl(url, "verify", str(primer), key, str(generator.pk)))
             again = worker.request(command)
+            print(f"| {name} | {size / MB:.1f} "
+                  f"| {fresh['status']}/{again['status']} | {fresh['seconds']:.2f}/{again['seconds']:.2f} "
+                  f"| {idle / 1024:.0f} | {fresh['peak'] / 1024:.0f} | {after(fresh)} "
+                  f"| {again['peak'] / 1024:.0f} | {after(again)} |", flush=True)
         upload.unlink()
-
-        def after(row: dict) -> str:
-            return f"{row['after'] / 1024:.0f}" + (" (restarted)" if row["restarted"] else "")
-
-        print(f"| {name} | {size / MB:.1f} "
-              f"| {fresh['status']}/{again['status']} | {fresh['seconds']:.2f}/{again['seconds']:.2f} "
-              f"| {idle / 1024:.0f} | {fresh['peak'] / 1024:.0f} | {after(fresh)} "
-              f"| {again['peak'] / 1024:.0f} | {after(again)} |", flush=True)
 
 
 if __name__ == "__main__":

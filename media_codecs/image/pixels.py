@@ -185,7 +185,7 @@ def decode_with_opencv(data: bytes) -> np.ndarray:
     return array
 
 
-# --- pictures: a Pillow image, or OpenCV's decoded array read where it lies -----------------------
+# --- pictures: a Pillow image, or a decoder's array read where it lies ----------------------------
 #
 # A `Picture` is either a Pillow image or a uint8 array of RGB or RGBA rows (height x width x 3 or 4, in
 # Pillow's channel order). Readers take either; only the rows they need become Pillow images, so a
