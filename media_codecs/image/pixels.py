@@ -143,16 +143,24 @@ def _webp_features_type():
 
 @functools.cache
 def _libwebp():
-    """The system's libwebp with the three functions used declared (None without a libwebp.so), and
-    its features structure."""
+    """libwebp with the three functions used declared, and its features structure: the system's, else the
+    copy Pillow's wheels bundle (pillow.libs); None when neither loads."""
     import ctypes
     import ctypes.util
+    import glob
+    import os
 
-    name = ctypes.util.find_library("webp")
-    try:
-        library = ctypes.CDLL(name) if name else None
-    except OSError:
-        library = None
+    import PIL
+
+    bundled = sorted(glob.glob(os.path.join(os.path.dirname(PIL.__path__[0]), "pillow.libs", "libwebp-*.so*")))
+    library = None
+    for name in [ctypes.util.find_library("webp"), *bundled]:
+        try:
+            library = ctypes.CDLL(name) if name else None
+        except OSError:
+            continue
+        if library is not None:
+            break
     features = _webp_features_type()
     if library is not None:
         library.WebPGetFeaturesInternal.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(features),
