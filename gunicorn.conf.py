@@ -76,6 +76,29 @@ def post_fork(server, worker):
     tune_malloc()
 
 
+def post_request(worker, req, environ, resp):
+    # A large request (a 49-megapixel image) leaves the worker's heap holding its freed buffers: trim it,
+    # and a worker still over its idle size asks to be replaced, once this request is done (gunicorn's
+    # max_requests counts requests; this counts bytes). config/allocator.py, docs/performance.md.
+    _memory_after_request(worker)
+
+
+def _memory_after_request(worker):
+    guard = getattr(worker, "memory_guard", None)
+    if guard is not None and guard.after_request() == "restart" and worker.alive:
+        worker.log.info("Restarting worker %s: %d MB resident after a request, idle %d MB", worker.pid,
+                        guard.last_rss // 2**20, guard.idle // 2**20)
+        worker.alive = False
+
+
+def _memory_guard_start(worker):
+    # The worker's idle size, taken once it can serve (config/allocator.py MemoryGuard).
+    from config.allocator import MemoryGuard
+
+    worker.memory_guard = MemoryGuard()
+
+
 def post_worker_init(worker):
     # Logged once Django is loaded, so "Booting worker" followed by this means the worker can serve.
+    _memory_guard_start(worker)
     worker.log.info("Worker ready (pid: %s)", worker.pid)

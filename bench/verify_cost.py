@@ -3,13 +3,15 @@
 The photo is bench/sign_verify.py's astronaut at 1 MP, signed once through POST /v1/sign (token in XMP,
 watermark). Two files are verified: the signed file as returned (its mark is read at the first
 verification and the answer kept with the record, so later ones do not decode it; `confidence: high`),
-and a re-shared copy (re-encoded at quality 85 without metadata: the mark is read and finds the record).
+and a re-shared copy (re-encoded at quality 85 without metadata: the mark is read and finds the record);
+with --large, also a 49-megapixel lossless WebP of one colour (no token: the whole picture is decoded, its
+mark read and its fingerprint computed, and nothing found), the largest picture verification accepts.
 Each verification runs through the whole stack (Django, DRF, the codecs, ML-DSA-65, PostgreSQL) with
 the Django test client. For each file two child processes, one with glibc's malloc as it starts and one
 tuned as a gunicorn worker tunes it (config/allocator.py), time the same requests: median wall and CPU
 time, minor page faults, SQL statements (the per-IP limit counts in PostgreSQL here: no Redis), RSS.
 
-    .venv/bin/python bench/verify_cost.py [--runs 200] [--database-url postgres://.../bench]
+    .venv/bin/python bench/verify_cost.py [--runs 200] [--large] [--database-url postgres://.../bench]
 """
 
 import argparse
@@ -29,7 +31,7 @@ from bench.load import reshared as reshared_copy
 from bench.sign_verify import photo
 
 
-def measure(database_url: str, runs: int, tuned: bool, reshared: bool) -> dict:
+def measure(database_url: str, runs: int, tuned: bool, file: str) -> dict:
     if tuned:
         from config.allocator import tune_malloc
 
@@ -54,16 +56,23 @@ def measure(database_url: str, runs: int, tuned: bool, reshared: bool) -> dict:
                                       "generator_id": str(generator.pk)}, format="multipart")
     assert signed.status_code == 201, signed.content[:200]
     verifier = APIClient()
+    reshared = file == "reshared"
     content = reshared_copy(signed.content) if reshared else signed.content
+    if file == "large":
+        from tests.hostile_media import pixel_bomb
+
+        content, runs = pixel_bomb("WEBP"), max(3, runs // 40)
 
     def verify() -> None:
         result = verifier.post("/v1/verify", {"content": io.BytesIO(content)}, format="multipart").json()
-        if reshared:  # the mark is read and finds the record; the pixels changed
+        if file == "large":
+            assert result["authentic"] is False, result
+        elif reshared:  # the mark is read and finds the record; the pixels changed
             assert result["token_source"] == "watermark" and result["tampered"], result
         else:  # the record's own file: its mark was read once, then kept
             assert result["authentic"] and result["confidence"] == "high", result
 
-    for _ in range(5):  # imports, caches, the allocator's first blocks
+    for _ in range(5 if file != "large" else 1):  # imports, caches, the allocator's first blocks
         verify()
     with CaptureQueriesContext(connection) as queries:
         verify()
@@ -88,10 +97,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
     parser.add_argument("--child", choices=["plain", "tuned"], help=argparse.SUPPRESS)
-    parser.add_argument("--reshared", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--file", default="signed", help=argparse.SUPPRESS)
+    parser.add_argument("--large", action="store_true", help="also verify a 49-megapixel WebP")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.database_url, args.runs, args.child == "tuned", args.reshared)))
+        print(json.dumps(measure(args.database_url, args.runs, args.child == "tuned", args.file)))
         return
     env = serve.server_env(args.database_url, None)
     serve.ensure_database(args.database_url)
@@ -99,10 +109,13 @@ def main() -> None:
     serve.manage(env, "createcachetable")
     print("| file | malloc | median wall ms | median CPU ms | page faults / request | SQL statements | RSS MB |")
     print("|---|---|---|---|---|---|---|")
-    for reshared, file in ((False, "signed, unchanged"), (True, "re-shared copy")):
+    files = [("signed", "signed, unchanged"), ("reshared", "re-shared copy")]
+    if args.large:
+        files.append(("large", "49 MP WebP, no mark"))
+    for kind, file in files:
         for mode, label in (("plain", "as started"), ("tuned", "tuned (gunicorn worker)")):
             command = [sys.executable, __file__, "--child", mode, "--runs", str(args.runs),
-                       "--database-url", args.database_url] + (["--reshared"] if reshared else [])
+                       "--database-url", args.database_url, "--file", kind]
             out = subprocess.run(command, check=True, capture_output=True, text=True)
             row = json.loads(out.stdout.strip().splitlines()[-1])
             print(f"| {file} ({row['bytes'] / 1e3:.0f} KB) | {label} | {row['wall_ms']:.1f} | {row['cpu_ms']:.1f} | "

@@ -17,7 +17,12 @@ from media_codecs.errors import MediaTooLarge
 from media_codecs.image import pixels
 
 if TYPE_CHECKING:
+    import numpy as np
     from PIL import Image
+
+# Over this many pixels a read decodes, takes the watermark's window and the pHash's thumbnail, and lets the
+# pixels go (`ImageCodec._read_view`); below it the picture stays for the reads, which may not both be needed.
+READ_VIEW_PIXELS = 16_000_000
 
 
 class ImageCodec(Codec):
@@ -79,12 +84,13 @@ class ImageCodec(Codec):
         units = 1.1 * min(megapixels, 1.0) + 0.3 * max(megapixels - 1.0, 0.0)
         return Work(self.family, self.pixel_count(media), "pixels", file_units(media.data) + units)
 
-    def decoded(self, content: bytes | Media) -> Image.Image:
-        """The first frame's pixels, decoded once per Media. Raises CorruptMedia, UnsupportedFormat."""
+    def decoded(self, content: bytes | Media) -> pixels.Picture:
+        """The first frame's pixels (a Pillow image, or a decoder's array: pixels.Picture), decoded once
+        per Media. Raises CorruptMedia, UnsupportedFormat."""
         media = self.media(content)
         return media.cached("pixels", lambda: self.decode(self.decoder_input(media)))
 
-    def decode(self, decoder_input: bytes) -> Image.Image:
+    def decode(self, decoder_input: bytes) -> pixels.Picture:
         """Decode the decoder input with Pillow; a format may use another decoder of the same library."""
         return pixels.decode_first_frame(decoder_input, self.pillow_format)
 
@@ -109,14 +115,35 @@ class ImageCodec(Codec):
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         """Read the mark id from the luminance. Raises CorruptMedia, MediaTooLarge."""
-        return pixels.read_watermark(self.decoded(content))
+        media = self.media(content)
+        if self.pixel_count(media) > READ_VIEW_PIXELS:
+            return pixels.read_watermark(self._read_view(media)[0])
+        return pixels.read_watermark(self.decoded(media))
 
     def fingerprint(self, content: bytes | Media) -> str | None:
         """pHash of the decoded picture, None for a flat one (it would match every flat picture).
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
-        from media_codecs.image.phash import distinctive_phash_hex
+        from media_codecs.image import phash
 
-        image = self.decoded(content)
+        media = self.media(content)
+        if self.pixel_count(media) > READ_VIEW_PIXELS:
+            return phash.distinctive_hex_of(self._read_view(media)[1])
+        image = self.decoded(media)
         with pixels.decoder_errors():
-            return distinctive_phash_hex(image)
+            return phash.distinctive_phash_hex(image)
+
+    def _read_view(self, media: Media) -> tuple[pixels.Picture, np.ndarray]:
+        """What reading takes from a large picture, taken at once: the watermark reader's centred window
+        and the pHash's thumbnail. The picture is let go before the mark is read, so the reader's planes
+        never sit beside it (a 49 MP picture is 147-196 MB, the reader's planes about 125 MB)."""
+        from media_codecs.image import phash, watermark
+
+        def view() -> tuple[pixels.Picture, np.ndarray]:
+            picture = self.decoded(media)
+            with pixels.decoder_errors():
+                window, thumbnail = pixels.centre_crop(picture, watermark.READ_WINDOW), phash.thumbnail(picture)
+            media.forget("pixels")
+            return window, thumbnail
+
+        return media.cached("read view", view)

@@ -25,6 +25,7 @@ from media_codecs.image import pixels, vp8
 from media_codecs.image.base import ImageCodec
 
 if TYPE_CHECKING:
+    import numpy as np
     from PIL import Image
 
 # VP8X flags byte (container spec, "Extended File Format"): Rsv Rsv I L E X A R.
@@ -277,8 +278,8 @@ class WebpCodec(ImageCodec):
         image = [chunk for chunk in chunks if chunk.fourcc in (b"ALPH", *_IMAGE_CHUNKS)]
         return assemble(_simplified([vp8x_for(image), *image]))
 
-    def decode(self, decoder_input: bytes) -> Image.Image:
-        return pixels.decode_with_opencv(decoder_input)
+    def decode(self, decoder_input: bytes) -> np.ndarray:
+        return pixels.decode_webp(decoder_input)  # an array, read where it lies (pixels.Picture)
 
     def check_watermarkable(self, media: Media) -> None:
         if any(chunk.fourcc in (b"ANIM", b"ANMF") for chunk in media.container[0]):

@@ -97,3 +97,57 @@ def test_the_codecs_give_no_fingerprint_for_a_flat_picture() -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (256, 192), (120, 160, 200)).save(buffer, "JPEG", quality=85)
     assert get_codec("jpeg").fingerprint(buffer.getvalue()) is None
+
+
+def _textured(width: int, height: int, mode: str) -> Image.Image:
+    rng = np.random.default_rng(width * height)
+    coarse = Image.fromarray(rng.integers(0, 256, (height // 16 + 2, width // 16 + 2, 3), dtype=np.uint8))
+    return coarse.resize((width, height), Image.Resampling.BILINEAR).convert(mode)
+
+
+# Over a megapixel the thumbnail is made a strip of rows at a time (pixels.STRIP_PIXELS): still imagehash's
+# bits, for every mode, odd heights, narrow and tall pictures, and OpenCV's arrays as for Pillow's images.
+@pytest.mark.parametrize(("width", "height", "mode"), [(1999, 1501, "RGB"), (1500, 1001, "RGBA"), (1700, 1300, "L"),
+                                                        (1200, 1100, "P"), (1200, 1100, "CMYK"), (20, 70_001, "RGB"),
+                                                        (32, 40_000, "L"), (70_001, 17, "RGB")])
+def test_a_large_picture_hashes_in_strips_like_imagehash(width: int, height: int, mode: str) -> None:
+    image = _textured(width, height, mode)
+    assert width * height > phash.pixels.STRIP_PIXELS
+    assert phash.phash_hex(image) == str(imagehash.phash(image))
+    if mode in ("RGB", "RGBA"):
+        assert phash.phash_hex(np.asarray(image)) == str(imagehash.phash(image))
+
+
+@pytest.mark.parametrize("peak", [200, 60_000])
+def test_a_large_sixteen_bit_picture_is_scaled_as_a_whole(peak: int) -> None:
+    values = (np.asarray(_textured(1500, 1200, "L"), dtype=np.uint32) * peak // 255).astype(np.uint16)
+    image = Image.fromarray(values)
+    assert image.mode == "I;16"
+    whole = np.clip(values.astype(np.int64) // (257 if peak > 255 else 1), 0, 255).astype(np.uint8)
+    assert phash.phash_hex(image) == str(imagehash.phash(Image.fromarray(whole, "L")))
+
+
+def test_the_pass_order_rule_is_pillows() -> None:
+    rng = np.random.default_rng(11)
+    for width in range(1, 80, 3):
+        for height in range(1, 240, 7):
+            image = Image.fromarray(rng.integers(0, 256, (height, width), dtype=np.uint8))
+            whole = image.resize((32, 32), Image.Resampling.LANCZOS)
+            first = (width, 32) if phash._columns_first(width, height) else (32, height)
+            assert image.resize(first, Image.Resampling.LANCZOS).resize((32, 32), Image.Resampling.LANCZOS) == whole
+
+
+def test_a_picture_over_the_read_view_size_reads_as_the_whole_picture_does() -> None:
+    """Over READ_VIEW_PIXELS the codec keeps only the mark's window and the pHash's thumbnail, and lets the
+    decoded pixels go before reading: the same answers."""
+    from media_codecs.image import base, pixels
+
+    width, height = 4400, 3700
+    assert width * height > base.READ_VIEW_PIXELS
+    data = encode(np.asarray(_textured(width, height, "RGB")), "PNG", compress_level=1)
+    codec = get_codec("png")
+    media = codec.media(data)
+    found = codec.fingerprint(media), codec.extract_watermark(media)
+    assert "pixels" not in media._cache  # let go
+    whole = Image.open(io.BytesIO(data))
+    assert found == (str(imagehash.phash(whole)), pixels.read_watermark(whole))

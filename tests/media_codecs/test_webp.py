@@ -19,7 +19,7 @@ from conftest import (
 )
 from PIL import Image
 
-from media_codecs import MediaTooLarge, UnsupportedFormat, get_codec, xmp
+from media_codecs import CorruptMedia, MediaTooLarge, UnsupportedFormat, get_codec, xmp
 from media_codecs.image import webp
 
 codec = get_codec("webp")
@@ -159,3 +159,27 @@ def test_exiftool_reads_our_token(tmp_path, kind: str) -> None:
     path = tmp_path / "signed.webp"
     path.write_bytes(codec.embed_token(SIMPLE_INPUTS[kind](), TOKEN))
     assert exiftool_token(str(path)) == TOKEN
+
+
+def test_libwebp_decodes_the_pixels_opencv_decodes() -> None:
+    """pixels.decode_webp calls libwebp into one array; OpenCV's decoder (the fallback) holds a canvas beside it."""
+    from media_codecs.image import pixels
+    from tests import hostile_media, media
+
+    if pixels._libwebp()[0] is None:
+        pytest.skip("no libwebp.so on this system")
+    rng = np.random.default_rng(5)
+    files = [hostile_media.photo_like("WEBP", 0.5), hostile_media.pixel_bomb("WEBP", 300, 200)]
+    for name in ("astronaut", "coffee"):
+        rgb = Image.fromarray(media._pixels(name))
+        rgba = np.asarray(rgb.convert("RGBA")).copy()
+        rgba[..., 3] = rng.integers(0, 256, rgba.shape[:2])
+        rgba[:40, :40, 3] = 0  # fully transparent pixels keep their colour
+        for picture in (rgb, Image.fromarray(rgba)):
+            files += [media.encode(picture, "webp", **options) for options in
+                      ({"quality": 90}, {"quality": 30}, {"lossless": True})]
+    for data in files:
+        ours, opencv = pixels.decode_webp(data), pixels.decode_with_opencv(data)
+        assert ours.shape == opencv.shape and np.array_equal(ours, opencv)
+    with pytest.raises(CorruptMedia):
+        pixels.decode_webp(files[0][:200])
