@@ -36,11 +36,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import Organization
+from config.errors import RateLimited
 from config.hot_sql import RowInserter
 from config.sealing import SealedBlobError
 from webhooks import transport
@@ -110,10 +112,27 @@ def deliver_round(org: Organization, events: Sequence[tuple[str, dict]],
 def delivery_retry(delivery: WebhookDelivery) -> WebhookDelivery:
     """Send a logged delivery's payload again with a fresh signature; returns the new log entry.
 
-    The organization's explicit request, answered with the outcome: sent from the request's thread.
-    Allowed whatever the endpoint's status; the outcome counts toward the failure count only while
-    the endpoint is active.
+    The organization's explicit request, answered with the outcome: sent from the request's thread,
+    which waits for the endpoint's answer (up to the timeout). One retry of an organization runs at a
+    time, across every process (a slot in the shared cache): otherwise an organization retrying against
+    an endpoint that never answers could hold every worker. A second one meanwhile is 429 `rate_limited`
+    with Retry-After. Allowed whatever the endpoint's status; the outcome counts toward the failure
+    count only while the endpoint is active.
     """
+    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
+    slot = f"webhooks:retry:{delivery.endpoint.org_id}"
+    # The slot outlives a process that dies holding it by a little more than a send can take.
+    if not cache.add(slot, os.getpid(), timeout=int(timeout) + 5):
+        raise RateLimited("Another retry of this organization's deliveries is still waiting for its "
+                          "endpoint's answer; retry once it has answered.",
+                          headers={"Retry-After": str(int(timeout) + 1)})
+    try:
+        return _retry(delivery)
+    finally:
+        cache.delete(slot)
+
+
+def _retry(delivery: WebhookDelivery) -> WebhookDelivery:
     endpoint = delivery.endpoint
     body = delivery.payload.encode()
     secret = _secret_or_none(endpoint)

@@ -510,3 +510,34 @@ def test_a_secret_that_no_longer_unseals_is_logged_unsent_and_never_fails_the_ac
     assert _endpoint(endpoint).consecutive_failures == 0  # the service's fault, not the endpoint's
     retried = owner_client.post(f"/v1/webhooks/{endpoint.pk}/deliveries/{entry.pk}/retry")
     assert retried.status_code == 200 and retried.json()["status"] == "failed"
+
+
+def test_one_retry_of_an_organization_runs_at_a_time_and_others_are_not_held(
+        owner_client, key_client, org, hook, receiver, client_generator):
+    """While a retry of an organization waits for its endpoint (in any process: the slot is in the shared
+    cache), another retry of that organization is 429 before anything is sent; other organizations'
+    retries are not affected, and the slot is free again once the retry has its answer."""
+    from django.core.cache import cache
+
+    endpoint = hook()
+    receiver.respond("/hook", status=500)
+    _record(key_client, org, client_generator)
+    [failed] = _deliveries(owner_client, endpoint)
+    url = f"/v1/webhooks/{endpoint.pk}/deliveries/{failed['delivery_id']}/retry"
+    cache.add(f"webhooks:retry:{org.pk}", 0, timeout=60)  # a retry in flight elsewhere
+    refused = owner_client.post(url)
+    assert refused.status_code == 429 and refused.json()["error"] == "rate_limited"
+    assert int(refused["Retry-After"]) > TIMEOUT
+    assert len(receiver.received("/hook")) == 1  # nothing sent again
+    other = factories.make_org(plan="growth", name="Other")
+    theirs = hook(events=["generator.revoked"], path="/theirs", for_org=other)
+    other.refresh_from_db()  # its endpoints' snapshot, as a request loads it
+    event_emit(org=other, kind="generator.revoked", data={"generator_id": "g"})
+    assert delivery.deliveries_settle(timeout=60)
+    [their_delivery] = WebhookDelivery.objects.filter(endpoint=theirs)
+    assert delivery.delivery_retry(their_delivery).status == "success"  # their slot is their own
+    cache.delete(f"webhooks:retry:{org.pk}")
+    receiver.respond("/hook", status=200)
+    assert owner_client.post(url).json()["status"] == "success"
+    assert cache.get(f"webhooks:retry:{org.pk}") is None  # released with its answer
+    assert owner_client.post(url).status_code == 200
