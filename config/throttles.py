@@ -4,11 +4,13 @@ Infrastructure every app uses, like the limiter itself; the per-plan limit, whic
 table, is `billing.throttles.OrgPlanThrottle` on the same `WindowThrottle`.
 """
 
+from collections.abc import Callable
+
 from django.conf import settings
-from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
 from config import ratelimit
+from config.errors import RateLimited
 
 
 def client_ip(request) -> str:
@@ -45,11 +47,6 @@ class IpThrottle(WindowThrottle):
     def allow_request(self, request, view) -> bool:
         return self._record(request, self._hit(request, cost=1))
 
-    def charge(self, request, extra: int) -> None:
-        """Count `extra` more requests (a batch of N costs N); raise Throttled when that passes the limit."""
-        if extra > 0 and not self._record(request, self._hit(request, cost=extra)):
-            raise Throttled(wait=self.wait())
-
     def count(self, request, cost: int = 1) -> ratelimit.WindowState:
         """Count a request made outside DRF (a dashboard page) as `cost` requests; the caller refuses it
         when not allowed."""
@@ -67,3 +64,21 @@ class AuthIpThrottle(IpThrottle):
     """Unauthenticated auth routes (login, register, password reset): slows guessing from one address."""
 
     rate_setting, scope = "AUTH_RATE_PER_MINUTE", "auth"
+
+
+def verification_charge(request) -> Callable[[int], None]:
+    """The per-IP verification limit charged a request's cost in verifications (a file's units, a batch's
+    sum), beyond the one the request was already counted as: by VerifyIpThrottle on the API, by the
+    public form on the verify page. Takes a DRF or a Django request; past the limit raises RateLimited
+    with Retry-After, which the API and the pages answer alike."""
+    django_request = getattr(request, "_request", request)
+
+    def charge(cost: int) -> None:
+        if cost <= 1:
+            return
+        state = VerifyIpThrottle().count(django_request, cost=cost - 1)
+        django_request.ratelimit_state = state  # X-RateLimit-* headers (config.middleware)
+        if not state.allowed:
+            raise RateLimited(headers={"Retry-After": str(state.reset_in)})
+
+    return charge

@@ -95,20 +95,6 @@ def verification_form(view: Callable) -> Callable:
     return public_form(view, throttle=VerifyIpThrottle)
 
 
-def verification_charge(request: HttpRequest) -> Callable[[int], None]:
-    """The verify page's per-IP charge for a file's cost in verifications, as the API charges it (the POST
-    was counted once already). Raises RateLimited, which the page shows as the 429 page."""
-
-    def charge(cost: int) -> None:
-        if cost > 1:
-            state = VerifyIpThrottle().count(request, cost=cost - 1)
-            request.ratelimit_state = state
-            if not state.allowed:
-                raise RateLimited(headers={"Retry-After": str(state.reset_in)})
-
-    return charge
-
-
 def upload_form(max_bytes: int) -> Callable:
     """A page taking one file of at most `max_bytes`: the limit is set before anything reads the body.
 

@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 from config.cors import PublicCors
 from config.errors import ValidationFailed
 from config.parsers import LimitedJSONParser, LimitedRawParser
-from config.throttles import VerifyIpThrottle
+from config.throttles import VerifyIpThrottle, verification_charge
 from config.uploads import limit_uploads, uploaded_bytes
 from config.validation import validated, validated_query
 from verification import serializers as s
@@ -18,11 +18,6 @@ from verification.services import content_verify, contents_verify
 
 VERIFY_UPLOAD_LIMIT = 50 * 1024 * 1024
 BATCH_BODY_LIMIT = 36 * 1024 * 1024  # base64 of the batch's bytes (25 MB, verification/services.py) and JSON
-
-
-def charge_ip(request):
-    """The per-IP limit charged with a request's cost in verifications (DRF counted the request as one)."""
-    return lambda cost: VerifyIpThrottle().charge(request, cost - 1)
 
 
 class PublicVerificationView(PublicCors, APIView):
@@ -47,7 +42,7 @@ class VerifyView(PublicVerificationView):
     def post(self, request):
         fields = validated(s.VerifyInput, request)
         result = content_verify(data=uploaded_bytes(request, "content"), token=fields.get("token") or None,
-                                charge=charge_ip(request))
+                                charge=verification_charge(request))
         return Response(s.VerificationOutput(result).data)
 
 
@@ -59,7 +54,7 @@ class VerifyBatchView(PublicVerificationView):
     def post(self, request):
         items = validated(s.VerifyBatchInput, request)["items"]
         results = contents_verify(items=[(item["content"], item.get("token") or None) for item in items],
-                                  charge=charge_ip(request))
+                                  charge=verification_charge(request))
         return Response(s.VerificationOutput(results, many=True).data)
 
 
@@ -117,7 +112,8 @@ class MatchesByContentView(SoftBindingView):
         if not isinstance(data, bytes) or not data:
             raise ValidationFailed(details={"content": ["Send the asset as the request body or a `content` file."]})
         matches = soft_binding.matches_by_content(data=data, alg=query.get("alg") or None,
-                                                  max_results=self.max_results(request), charge=charge_ip(request))
+                                                  max_results=self.max_results(request),
+                                                  charge=verification_charge(request))
         return Response(self.matches_body(matches))
 
 

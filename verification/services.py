@@ -45,7 +45,7 @@ REQUEST_UNITS = 20.0
 BATCH_MAX_BYTES = 25 * 1024 * 1024
 
 # What a request is charged against the per-IP limit before its work: each file as many verifications
-# as its units, rounded, and at least one (a 1 MP image is one, a 12-second clip eleven).
+# as its units, rounded, and at least one (a 1 MP image is one, a 12-second clip three).
 Charge = Callable[[int], None]
 
 
