@@ -6,7 +6,10 @@ stops at once when `alive()` says they are gone. A process that makes no progres
 STALL_POLLS polls in a row) is reported as stalled rather than waited on forever.
 """
 
+import contextlib
 import os
+import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 
@@ -105,6 +108,18 @@ def wait_for_process(ready: Callable[[], object], process, *, what: str, cpu_bud
     tree, ended at once when it exits."""
     return wait_until(ready, pids=lambda: process_tree(process.pid), cpu_budget=cpu_budget, what=what,
                       alive=lambda: process.poll() is None, details=details)
+
+
+def stop_process(process, *, grace: float = 10.0, sig: int = signal.SIGINT) -> None:
+    """Stop a server we started in its own session (`start_new_session=True`): `sig` (SIGINT is gunicorn's
+    and runserver's quick shutdown), up to `grace` seconds to exit, then SIGKILL for its whole process group
+    (a master that hung, or workers it left behind)."""
+    process.send_signal(sig)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
 
 
 def port_open(port: int) -> bool:

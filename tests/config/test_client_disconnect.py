@@ -8,7 +8,6 @@ fault at load, on PostgreSQL: `bench/faults.py disconnect`.
 import io
 import json
 import os
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -20,7 +19,7 @@ import pytest
 from PIL import Image
 
 from tests.proc_sockets import free_port
-from tests.waiting import wait_for_process
+from tests.waiting import stop_process, wait_for_process
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).parent / "gunicorn"
@@ -68,12 +67,7 @@ def server(tmp_path_factory):
     wait_for_process(lambda: "Worker ready" in log.read_text(errors="replace"), process, what="gunicorn start",
                      details=lambda: log.read_text(errors="replace"))
     yield port, setup, database, log
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+    stop_process(process)
 
 
 def _sign_request(setup: dict, content: bytes) -> bytes:

@@ -10,7 +10,6 @@ own refusals envelopes). The attack run's probe was `byBinding?value=` and 100,0
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import requests
 
 from tests.config.test_nginx import proxy  # noqa: F401 - the fixture: a real nginx with the compose site
 from tests.proc_sockets import free_port
-from tests.waiting import process_tree, wait_until
+from tests.waiting import process_tree, stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).parent / "gunicorn"
@@ -121,18 +120,9 @@ def _start(command: list[str], env: dict[str, str], port: int, log: Path):
                    cpu_budget=START_CPU_SECONDS, what="the server answers", alive=lambda: process.poll() is None,
                    details=lambda: log.read_text(errors="replace"))
     except BaseException:
-        _stop(process)
+        stop_process(process)
         raise
     return process
-
-
-def _stop(process) -> None:
-    process.send_signal(signal.SIGINT)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=10)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +134,7 @@ def gunicorn_port(server_env, tmp_path_factory):
                       "--bind", f"127.0.0.1:{port}", "--workers", "1", "--no-control-socket"],
                      server_env, port, tmp_path_factory.mktemp("gunicorn") / "gunicorn.log")
     yield port
-    _stop(process)
+    stop_process(process)
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +144,7 @@ def runserver_port(server_env, tmp_path_factory):
     process = _start([sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
                      env, port, tmp_path_factory.mktemp("runserver") / "runserver.log")
     yield port
-    _stop(process)
+    stop_process(process)
 
 
 @pytest.fixture(params=["gunicorn", "runserver"])

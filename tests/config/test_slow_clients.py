@@ -5,11 +5,9 @@ Connections declare `Content-Length: 100000`, send 9 bytes and stall. With BODY_
 until gunicorn's 30 s worker timeout kills it, and a gthread thread until the client leaves.
 """
 
-import contextlib
 import json
 import os
 import selectors
-import signal
 import socket
 import subprocess
 import sys
@@ -19,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.proc_sockets import free_port
-from tests.waiting import wait_for_process
+from tests.waiting import stop_process, wait_for_process
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).parent / "gunicorn"
@@ -69,12 +67,7 @@ def serve(server_env, tmp_path):
 
     yield start
     for process in started:
-        process.send_signal(signal.SIGINT)  # gunicorn's quick shutdown
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=10)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)  # its own session: the master and any worker left
-        process.wait(timeout=10)
+        stop_process(process)
 
 
 

@@ -9,7 +9,6 @@ bench/served_memory.py prints the same figures for every family's large files.
 
 import io
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from PIL import Image
 
 from tests import hostile_media
 from tests.proc_sockets import child_pids, free_port
-from tests.waiting import process_tree, serving, wait_until
+from tests.waiting import process_tree, serving, stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).parent / "gunicorn"
@@ -81,12 +80,7 @@ def server(tmp_path_factory):
                    alive=lambda: process.poll() is None, details=lambda: log.read_text(errors="replace"))
         yield url, process.pid
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        stop_process(process, grace=20)
 
 
 def _worker(master: int) -> int:

@@ -26,7 +26,7 @@ from PIL import Image
 
 from tests.media import encode
 from tests.proc_sockets import child_pids, free_port
-from tests.waiting import process_tree, wait_until
+from tests.waiting import process_tree, stop_process, wait_until
 from tests.webhooks.receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,12 +92,7 @@ def served(tmp_path_factory):
                    alive=lambda: process.poll() is None, details=lambda: log.read_text(errors="replace"))
         yield f"http://127.0.0.1:{port}", setup, database, process.pid, receiver
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        stop_process(process, grace=30)
         receiver.close()
 
 
