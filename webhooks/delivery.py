@@ -90,17 +90,16 @@ def deliver_round(org: Organization, events: Sequence[tuple[str, dict]],
     for endpoint in endpoints:
         # Secrets are unsealed here, in the request's thread; lanes get only what they send.
         secret = _secret_or_none(endpoint)
-        lane_entries = []
+        lane_entries, bodies = [], []
         for kind, data in events:
             if kind in endpoint.events:
                 delivery_id = uuid.uuid4()
-                body = _envelope(delivery_id, kind, timestamp, org.pk, data)
-                lane_entries.append(_log_entry(endpoint, delivery_id, kind, body,
+                bodies.append(_envelope(delivery_id, kind, timestamp, org.pk, data))
+                lane_entries.append(_log_entry(endpoint, delivery_id, kind, bodies[-1],
                                                _UNREADABLE_SECRET if secret is None else None))
         entries += lane_entries
         if secret is not None:
-            lanes.append(_Lane(endpoint, [entry.pk for entry in lane_entries],
-                               [entry.payload.encode() for entry in lane_entries], secret, start_by, timeout,
+            lanes.append(_Lane(endpoint, [entry.pk for entry in lane_entries], bodies, secret, start_by, timeout,
                                allow_private))
     stored = _store(entries)
     for lane in lanes:
