@@ -16,6 +16,7 @@ def _pixels(name: str) -> np.ndarray:
     return np.asarray(getattr(samples, name)())
 
 
+@functools.cache  # bytes cannot be changed by a caller; PNG and WebP encodings cost 50-100 ms each
 def photo_bytes(name: str = "astronaut", fmt: str = "jpeg") -> bytes:
     options = {"quality": 90} if fmt in ("jpeg", "webp") else {}
     return encode(Image.fromarray(_pixels(name)), fmt, **options)
