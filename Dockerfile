@@ -40,7 +40,7 @@ COPY . /app
 COPY --from=build /src/staticfiles /app/staticfiles
 USER app
 EXPOSE 8000
-# /healthz answers without the database (config/health.py); /readyz is for orchestrators that route traffic.
+# /healthz answers without the database (core/health.py); /readyz is for orchestrators that route traffic.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"]
 ENTRYPOINT ["/app/deploy/docker-entrypoint.sh"]

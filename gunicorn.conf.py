@@ -5,7 +5,7 @@ Behind a buffering reverse proxy (deploy/nginx.conf), and safe from slow clients
 gunicorn has no timeout for reading a request's head or body (a sync worker is stuck until `timeout`
 kills it, a gthread thread until the client leaves), so the worker class reads each request whole in
 its event loop, under HEADER_READ_TIMEOUT, BODY_READ_TIMEOUT and BODY_READ_DEADLINE, before a thread
-sees it (config/gunicorn_worker.py). Why these values: docs/decisions.md, "Slow clients".
+sees it (core/gunicorn_worker.py). Why these values: docs/decisions.md, "Slow clients".
 """
 
 import os
@@ -18,7 +18,7 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or len(os.sched_getaffinity(0)))
 # gthread keeps the proxy's upstream connections alive in a poller without holding the thread, and this
 # subclass reads requests there until they are whole; one thread a worker because 4 measured 40% slower
 # (GIL contention, docs/performance.md).
-worker_class = "config.gunicorn_worker.WholeRequestWorker"  # gthread, balanced, whole requests only
+worker_class = "core.gunicorn_worker.WholeRequestWorker"  # gthread, balanced, whole requests only
 threads = 1
 # Its deadlines come from the environment: HEADER_READ_TIMEOUT (10 s for a whole head) and the app's
 # BODY_READ_TIMEOUT and BODY_READ_DEADLINE (10 s without a byte, 60 s for a whole body).
@@ -33,8 +33,8 @@ keepalive = 75
 
 # Request size. The head: gunicorn's largest request line (8190 bytes; 0 would mean no limit at all),
 # its default field limits; nginx's large_client_header_buffers and the app
-# (config/middleware.py RequestHeadLimitMiddleware) match them, and gunicorn's own refusals are JSON
-# envelopes too (config/errors.py install_server_refusals).
+# (core/middleware.py RequestHeadLimitMiddleware) match them, and gunicorn's own refusals are JSON
+# envelopes too (core/errors.py install_server_refusals).
 limit_request_line = 8190
 limit_request_fields = 100
 limit_request_field_size = 8190
@@ -42,17 +42,17 @@ limit_request_field_size = 8190
 # they reach gunicorn (client_max_body_size: 1 MB JSON, 10 MB records batch, 36 MB verify batch,
 # 51 MB uploads), and the app enforces the same limits itself while reading (413 payload_too_large).
 
-# Logs: one JSON object per line on stdout, the same shape as the app's (config/logs.py), from the
+# Logs: one JSON object per line on stdout, the same shape as the app's (core/logs.py), from the
 # master and the workers. No gunicorn access log: the app writes one line per request itself
-# (config/middleware.py RequestContextMiddleware), with its request id, organization and duration, and
+# (core/middleware.py RequestContextMiddleware), with its request id, organization and duration, and
 # with secret URL arguments and query strings left out, which gunicorn's format cannot do.
 accesslog = None
 loglevel = os.environ.get("LOG_LEVEL", "info").lower()
 logconfig_dict = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_context": {"()": "config.logs.RequestContextFilter"}},
-    "formatters": {"json": {"()": "config.logs.JsonFormatter"}},
+    "filters": {"request_context": {"()": "core.logs.RequestContextFilter"}},
+    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout",
                              "formatter": "json", "filters": ["request_context"]},
                  "discard": {"class": "logging.NullHandler"}},
@@ -70,8 +70,8 @@ control_socket_disable = True
 
 def post_fork(server, worker):
     # Image buffers stay in the worker between requests instead of being faulted in afresh each time
-    # (a third of a verification's CPU): config/allocator.py.
-    from config.allocator import tune_malloc
+    # (a third of a verification's CPU): core/allocator.py.
+    from core.allocator import tune_malloc
 
     tune_malloc()
 
@@ -79,7 +79,7 @@ def post_fork(server, worker):
 def post_request(worker, req, environ, resp):
     # A large request (a 49-megapixel image) leaves the worker's heap holding its freed buffers: trim it,
     # and a worker still over its idle size asks to be replaced, once this request is done (gunicorn's
-    # max_requests counts requests; this counts bytes). config/allocator.py, docs/performance.md.
+    # max_requests counts requests; this counts bytes). core/allocator.py, docs/performance.md.
     _memory_after_request(worker)
 
 
@@ -92,8 +92,8 @@ def _memory_after_request(worker):
 
 
 def _memory_guard_start(worker):
-    # The worker's idle size, taken once it can serve (config/allocator.py MemoryGuard).
-    from config.allocator import MemoryGuard
+    # The worker's idle size, taken once it can serve (core/allocator.py MemoryGuard).
+    from core.allocator import MemoryGuard
 
     worker.memory_guard = MemoryGuard()
 

@@ -10,9 +10,9 @@ from accounts import serializers as s
 from accounts import services
 from accounts.models import ApiKey
 from accounts.scoping import HasRole, OrgScopedViewSet, SessionOnly, SessionRequired
-from config.paging import PageQuery, optional_page, page_counts
-from config.throttles import AuthIpThrottle
-from config.validation import validated
+from core.paging import PageQuery, optional_page, page_counts
+from core.throttles import AuthIpThrottle
+from core.validation import validated
 
 SUCCESS = {"success": True}
 

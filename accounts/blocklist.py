@@ -20,7 +20,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from accounts.models import BlockedSessionToken
-from config.cache import cache_key, redis_client, redis_failed, redis_skipped
+from core.cache import cache_key, redis_client, redis_failed, redis_skipped
 
 # Present while Redis holds a copy of every table row; set only after a full copy.
 _LOADED = "jwt-block:loaded"

@@ -12,7 +12,7 @@ from django.conf import settings
 from rest_framework_simplejwt.backends import TokenBackend
 from rest_framework_simplejwt.exceptions import TokenBackendError
 
-from config.keyring import jwt_signing_key
+from core.keyring import jwt_signing_key
 
 REQUIRED_CLAIMS = ("user_id", "email", "org_id", "iat", "exp", "jti")
 

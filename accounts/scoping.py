@@ -3,7 +3,7 @@
 from rest_framework import viewsets
 from rest_framework.permissions import BasePermission
 
-from config.errors import AuthenticationRequired, Forbidden
+from core.errors import AuthenticationRequired, Forbidden
 
 
 class OrgScopedViewSet(viewsets.GenericViewSet):

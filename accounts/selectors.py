@@ -6,10 +6,10 @@ from accounts import blocklist
 from accounts.credentials import api_key_lookup_id, digests_match
 from accounts.jwt_sessions import InvalidSessionToken, SessionClaims, session_token_decode
 from accounts.models import ApiKey, Organization, User
-from config.errors import NotFound
-from config.hot_sql import ChildWithParents
+from core.errors import NotFound
+from core.hot_sql import ChildWithParents
 
-# Every authenticated request runs one of these: SQL built once (config.hot_sql.py).
+# Every authenticated request runs one of these: SQL built once (core.hot_sql.py).
 # lookup_id and the primary key are unique, so LIMIT 1 needs no ORDER BY.
 _ACTIVE_KEY_BY_LOOKUP_ID = ChildWithParents(ApiKey, "org", match=("lookup_id",), also="{child}.revoked_at IS NULL")
 _ACTIVE_USER_BY_ID = ChildWithParents(User, "org", match=("id",), also="{child}.is_active")

@@ -2,8 +2,8 @@
 
 from drf_spectacular.utils import extend_schema_serializer
 
-from config.paging import ListPageFields
-from config.validation import serializers
+from core.paging import ListPageFields
+from core.validation import serializers
 
 PASSWORD_MIN, PASSWORD_MAX = 8, 128  # spec: min 8; the max bounds hashing work
 

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts import services
 from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
-from config.errors import ApiError
+from core.errors import ApiError
 
 
 def new_password_problem(form) -> str | None:

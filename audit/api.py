@@ -9,7 +9,7 @@ from audit.selectors import audit_events
 from audit.serializers import AuditExportInput, AuditFilterInput, AuditPageOutput, AuditQueryInput
 from audit.streaming import audit_export_response
 from billing.gates import require_feature
-from config.validation import validated_query
+from core.validation import validated_query
 
 
 class AuditLogView(APIView):

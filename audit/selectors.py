@@ -11,7 +11,7 @@ from django.db.models.functions import Cast
 from accounts.models import Organization, User
 from audit.models import AuditEvent
 from audit.wording import Names
-from config.paging import Page, page_of
+from core.paging import Page, page_of
 from generators.models import Generator
 from webhooks.models import WebhookEndpoint
 

@@ -1,8 +1,8 @@
 from audit.export import FORMATS
 from audit.models import AuditEvent
 from audit.selectors import AuditFilter
-from config.paging import PageQuery
-from config.validation import serializers
+from core.paging import PageQuery
+from core.validation import serializers
 
 FILTERS = ("type", "from", "to")
 
@@ -35,7 +35,7 @@ class AuditFilterInput(serializers.Serializer):
 
 
 class AuditQueryInput(AuditFilterInput, PageQuery):
-    """The filters, and `page` and `limit` by the rules every paged API list shares (config/paging.py)."""
+    """The filters, and `page` and `limit` by the rules every paged API list shares (core/paging.py)."""
 
 
 class AuditExportInput(AuditFilterInput):

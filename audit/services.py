@@ -2,9 +2,9 @@
 
 from accounts.models import Organization
 from audit.models import AuditEvent
-from config.hot_sql import RowInserter
+from core.hot_sql import RowInserter
 
-_insert_events = RowInserter(AuditEvent).insert  # every signature writes one (config/hot_sql.py)
+_insert_events = RowInserter(AuditEvent).insert  # every signature writes one (core/hot_sql.py)
 
 
 def audit_write(*, org: Organization, type: str, metadata: dict) -> AuditEvent:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounts.models import Organization
 from audit.export import CONTENT_TYPES, export_chunks, export_filename
 from audit.selectors import AuditFilter, audit_export_pages
-from config.errors import RateLimited
+from core.errors import RateLimited
 
 EXPORTS_AT_ONCE = 2
 EXPORT_SLOT_SECONDS = 600

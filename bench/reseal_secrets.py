@@ -29,8 +29,8 @@ def seed(keys: int, webhooks: int) -> None:
     from django.utils import timezone
 
     from accounts.models import Organization
-    from config.keyring import private_key_sealing_ring, webhook_secret_sealing_ring
-    from config.sealing import seal
+    from core.keyring import private_key_sealing_ring, webhook_secret_sealing_ring
+    from core.sealing import seal
     from generators.models import Generator, GeneratorKey
     from webhooks.models import WebhookEndpoint
     from webhooks.services import endpoints_snapshot_refresh

@@ -70,8 +70,8 @@ def free_port() -> int:
 
 # --worker-class names: production's (gunicorn.conf.py: whole), the balanced gthread it extends, and
 # gunicorn's own two.
-WORKER_CLASSES = {"whole": "config.gunicorn_worker.WholeRequestWorker",
-                  "balanced": "config.gunicorn_worker.BalancedThreadWorker", "gthread": "gthread", "sync": "sync"}
+WORKER_CLASSES = {"whole": "core.gunicorn_worker.WholeRequestWorker",
+                  "balanced": "core.gunicorn_worker.BalancedThreadWorker", "gthread": "gthread", "sync": "sync"}
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """Normal requests beside slow clients, and the normal path's cost of reading whole requests first.
 
-1. Slow clients. For gunicorn with production's worker (whole requests only, config/gunicorn_worker.py),
+1. Slow clients. For gunicorn with production's worker (whole requests only, core/gunicorn_worker.py),
    gunicorn with the worker before it (balanced gthread: a thread per connection from its first byte)
    and the development server (`make run`: deploy/run_dev.py), time `--requests` normal requests (each
    on a new connection), first alone, then beside `--slow` clients dripping a head or a body one byte

@@ -8,7 +8,7 @@ with --large, also a 49-megapixel lossless WebP of one colour (no token: the who
 mark read and its fingerprint computed, and nothing found), the largest picture verification accepts.
 Each verification runs through the whole stack (Django, DRF, the codecs, ML-DSA-65, PostgreSQL) with
 the Django test client. For each file two child processes, one with glibc's malloc as it starts and one
-tuned as a gunicorn worker tunes it (config/allocator.py), time the same requests: median wall and CPU
+tuned as a gunicorn worker tunes it (core/allocator.py), time the same requests: median wall and CPU
 time, minor page faults, SQL statements (the per-IP limit counts in PostgreSQL here: no Redis), RSS.
 
     .venv/bin/python bench/verify_cost.py [--runs 200] [--large] [--database-url postgres://.../bench]
@@ -33,7 +33,7 @@ from bench.sign_verify import photo
 
 def measure(database_url: str, runs: int, tuned: bool, file: str) -> dict:
     if tuned:
-        from config.allocator import tune_malloc
+        from core.allocator import tune_malloc
 
         assert tune_malloc(), "glibc's mallopt refused the thresholds"
     env = {**serve.server_env(database_url, None), "ALLOWED_HOSTS": "testserver",

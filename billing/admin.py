@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 
 from billing.models import PlanRequest, UsageCounter
 from billing.services import plan_request_apply
-from config.errors import NotFound
+from core.errors import NotFound
 
 
 @admin.register(UsageCounter)

@@ -9,8 +9,8 @@ from rest_framework.views import APIView
 from billing.plans import PLANS, upgrade_url
 from billing.selectors import usage_for_org
 from billing.serializers import PlanListOutput, UsageOutput
-from config.cors import PublicCors
-from config.throttles import VerifyIpThrottle
+from core.cors import PublicCors
+from core.throttles import VerifyIpThrottle
 
 
 class PlanCatalogueView(PublicCors, APIView):

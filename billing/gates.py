@@ -2,7 +2,7 @@
 
 from accounts.models import Organization, Role, User
 from billing.plans import GATED_FEATURES, plan_allows
-from config.errors import EmailNotVerified, PlanRequired
+from core.errors import EmailNotVerified, PlanRequired
 
 
 def owner_email_verified(org: Organization) -> bool:

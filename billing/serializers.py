@@ -1,4 +1,4 @@
-from config.validation import serializers
+from core.validation import serializers
 
 
 class PlanOutput(serializers.Serializer):

@@ -14,7 +14,7 @@ from billing.models import PlanRequest, UsageCounter
 from billing.periods import period_start
 from billing.plans import BILLING_INTERVALS, PLANS, get_plan, upgrade_url
 from billing.selectors import signatures_used_this_month
-from config.errors import Forbidden, NotFound, SignatureLimitReached, ValidationFailed
+from core.errors import Forbidden, NotFound, SignatureLimitReached, ValidationFailed
 from webhooks.events import event_emit
 
 QUOTA_WARNING_FRACTION = 0.8  # spec: quota.warning when usage crosses 80% of the plan limit

@@ -1,13 +1,13 @@
 """The per-plan rate limit: requests a minute per organization (session and key calls alike).
 
-The per-IP limits are infrastructure, not billing: `config.throttles`.
+The per-IP limits are infrastructure, not billing: `core.throttles`.
 """
 
 from typing import TYPE_CHECKING
 
 from billing.plans import get_plan
-from config import ratelimit
-from config.throttles import WindowThrottle
+from core import ratelimit
+from core.throttles import WindowThrottle
 
 if TYPE_CHECKING:
     from accounts.models import Organization

@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.secret_ring import RingError, read_key_encryption_key, read_token_signing_key
+from core.secret_ring import RingError, read_key_encryption_key, read_token_signing_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -111,7 +111,7 @@ PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/"
 
 # Separate secrets per purpose; each defaults to one derived from SECRET_KEY in development.
 # KEY_ENCRYPTION_KEY and TOKEN_SIGNING_KEY are key rings, "k2:<secret>,k1:<secret>": the first entry seals
-# or mints, every entry reads; a plain secret is the ring key `legacy` (config/secret_ring.py).
+# or mints, every entry reads; a plain secret is the ring key `legacy` (core/secret_ring.py).
 KEY_ENCRYPTION_KEY = env_str("KEY_ENCRYPTION_KEY", "")
 TOKEN_SIGNING_KEY = env_str("TOKEN_SIGNING_KEY", "")
 for _read, _value in ((read_key_encryption_key, KEY_ENCRYPTION_KEY), (read_token_signing_key, TOKEN_SIGNING_KEY)):
@@ -121,7 +121,7 @@ for _read, _value in ((read_key_encryption_key, KEY_ENCRYPTION_KEY), (read_token
         except RingError as error:
             raise ImproperlyConfigured(str(error)) from None
 # The transparency log's Ed25519 and ML-DSA-65 checkpoint keys are derived from LOG_SIGNING_KEY
-# (config/keyring.py); its public keys are published, so changing it changes the log's identity.
+# (core/keyring.py); its public keys are published, so changing it changes the log's identity.
 LOG_SIGNING_KEY = env_str("LOG_SIGNING_KEY", "")
 _unset_secrets = [name for name, value in (("KEY_ENCRYPTION_KEY", KEY_ENCRYPTION_KEY),
                                             ("TOKEN_SIGNING_KEY", TOKEN_SIGNING_KEY),
@@ -142,7 +142,7 @@ LOG_SEQUENCER_INTERVAL = env_float("LOG_SEQUENCER_INTERVAL", 0.9)
 VERIFY_RATE_PER_MINUTE = env_int("VERIFY_RATE_PER_MINUTE", 300)
 AUTH_RATE_PER_MINUTE = env_int("AUTH_RATE_PER_MINUTE", 60)
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)  # proxies in front that append X-Forwarded-For
-# Slow clients (config/body_timeout.py): seconds a request body may go without a byte, and seconds for
+# Slow clients (core/body_timeout.py): seconds a request body may go without a byte, and seconds for
 # all of it (64 MB at 10 Mbit/s takes 54 s); 0 turns either off.
 BODY_READ_TIMEOUT = env_int("BODY_READ_TIMEOUT", 10)
 BODY_READ_DEADLINE = env_int("BODY_READ_DEADLINE", 60)
@@ -173,13 +173,13 @@ INSTALLED_APPS = [
     "teams",
     "transparency",  # the transparency log of every record (RFC 9162), under /v1/log
     "dashboard",  # the server-rendered pages (session login), under /dashboard and a few public paths
-    "config",  # the limiter's RateCounter table
+    "core",  # the shared platform: the limiter's RateCounter table, idempotent responses
 ]
 
 MIDDLEWARE = [
-    "config.middleware.RequestContextMiddleware",  # first: request id and access log for every response
-    "config.middleware.RequestHeadLimitMiddleware",  # 414/431 for a request head over gunicorn's limits
-    "config.health.ProbeMiddleware",  # /healthz and /readyz, before the Host header is checked
+    "core.middleware.RequestContextMiddleware",  # first: request id and access log for every response
+    "core.middleware.RequestHeadLimitMiddleware",  # 414/431 for a request head over gunicorn's limits
+    "core.health.ProbeMiddleware",  # /healthz and /readyz, before the Host header is checked
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -187,8 +187,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.middleware.ContentSecurityPolicyMiddleware",
-    "config.middleware.RateLimitHeadersMiddleware",
+    "core.middleware.ContentSecurityPolicyMiddleware",
+    "core.middleware.RateLimitHeadersMiddleware",
 ]
 # The JSON API under /v1/ (config/wsgi.py): bearer credentials only, no session, cookie or CSRF, so
 # it skips the session, CSRF, user and messages layers the pages need.
@@ -223,8 +223,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
 
 # Rate-limit counters and the JWT blocklist use Redis when REDIS_URL is set, else their own tables
-# (config.RateCounter, accounts.BlockedSessionToken). Without Redis the cache is the database cache,
-# never per-process memory; `migrate` creates its table (config/cachetable.py).
+# (core.RateCounter, accounts.BlockedSessionToken). Without Redis the cache is the database cache,
+# never per-process memory; `migrate` creates its table (core/cachetable.py).
 REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
     # Short socket timeouts: a Redis that hangs must cost a request half a second, not redis-py's 5 s;
@@ -269,13 +269,13 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_THROTTLE_CLASSES": ["billing.throttles.OrgPlanThrottle"],
-    "DEFAULT_PARSER_CLASSES": ["config.parsers.LimitedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.LimitedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # `?format=` is a filter of ours (GET /v1/records), not a choice of renderer: DRF would answer 404 to it.
     "URL_FORMAT_OVERRIDE": None,
-    "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
-    "DEFAULT_METADATA_CLASS": "config.metadata.AllowedMethodsMetadata",
-    "DEFAULT_SCHEMA_CLASS": "config.openapi.AutoSchema",  # states DRF's checks drf-spectacular leaves out
+    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
+    "DEFAULT_METADATA_CLASS": "core.metadata.AllowedMethodsMetadata",
+    "DEFAULT_SCHEMA_CLASS": "core.openapi.AutoSchema",  # states DRF's checks drf-spectacular leaves out
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -286,14 +286,14 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/v1",
     "COMPONENT_SPLIT_REQUEST": True,
-    # PATCH bodies are validated whole (config/validation.py), so their schema keeps its required fields.
+    # PATCH bodies are validated whole (core/validation.py), so their schema keeps its required fields.
     "COMPONENT_SPLIT_PATCH": False,
     # /v1/docs loads Swagger UI from our own static files (no CDN, no third-party origin, CSP-clean).
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    # Every operation documents its error statuses with the shared envelope (config/openapi.py).
+    # Every operation documents its error statuses with the shared envelope (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "config.openapi.document_error_responses"],
+                             "core.openapi.document_error_responses"],
 }
 
 JWT_LIFETIME = timedelta(hours=24)
@@ -317,10 +317,10 @@ CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'se
                            "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
-CSRF_FAILURE_VIEW = "config.errors.csrf_failure"  # JSON under /v1, Django's page elsewhere
+CSRF_FAILURE_VIEW = "core.errors.csrf_failure"  # JSON under /v1, Django's page elsewhere
 
 # Logs go to stdout, one line per record, each with the request id of the request that wrote it
-# (config/logs.py). With DEBUG off, one JSON object per line for a log collector; in development a
+# (core/logs.py). With DEBUG off, one JSON object per line for a log collector; in development a
 # readable line. LOG_FORMAT (json or text) overrides the choice.
 LOG_FORMAT = env_str("LOG_FORMAT", "text" if DEBUG else "json")
 if LOG_FORMAT not in ("json", "text"):
@@ -328,8 +328,8 @@ if LOG_FORMAT not in ("json", "text"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_context": {"()": "config.logs.RequestContextFilter"}},
-    "formatters": {"json": {"()": "config.logs.JsonFormatter"}, "text": {"()": "config.logs.TextFormatter"}},
+    "filters": {"request_context": {"()": "core.logs.RequestContextFilter"}},
+    "formatters": {"json": {"()": "core.logs.JsonFormatter"}, "text": {"()": "core.logs.TextFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout",
                              "formatter": LOG_FORMAT, "filters": ["request_context"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},

@@ -3,7 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 from rest_framework.renderers import JSONRenderer
 
-from config.errors import api_not_found
+from core.errors import api_not_found
 
 
 class ApiDocsView(SpectacularSwaggerSplitView):
@@ -50,7 +50,7 @@ urlpatterns = [
     path("", include("dashboard.urls")),  # also the pages behind emailed links
 ]
 
-handler400 = "config.errors.handler400"
-handler403 = "config.errors.handler403"
-handler404 = "config.errors.handler404"
-handler500 = "config.errors.handler500"
+handler400 = "core.errors.handler400"
+handler403 = "core.errors.handler403"
+handler404 = "core.errors.handler404"
+handler500 = "core.errors.handler500"

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.wsgi import get_wsgi_application
 
-from config.body_timeout import with_body_timeouts
+from core.body_timeout import with_body_timeouts
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

@@ -19,10 +19,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from billing.throttles import plan_rate_hit
-from config.errors import ApiError, Forbidden, RateLimited, RequestTimeout
-from config.ratelimit import WindowState
-from config.throttles import AuthIpThrottle, VerifyIpThrottle
-from config.uploads import limit_uploads
+from core.errors import ApiError, Forbidden, RateLimited, RequestTimeout
+from core.ratelimit import WindowState
+from core.throttles import AuthIpThrottle, VerifyIpThrottle
+from core.uploads import limit_uploads
 
 
 def error_page(request: HttpRequest, error: ApiError) -> HttpResponse:
@@ -41,7 +41,7 @@ def _answered(request: HttpRequest, view: Callable, *args, **kwargs) -> HttpResp
     try:
         return view(request, *args, **kwargs)
     except RequestTimeout:
-        raise  # a stalled body: config.body_timeout answers it, as on every other route
+        raise  # a stalled body: core.body_timeout answers it, as on every other route
     except ApiError as error:
         return error_page(request, error)
 
@@ -49,7 +49,7 @@ def _answered(request: HttpRequest, view: Callable, *args, **kwargs) -> HttpResp
 def _refused(request: HttpRequest, state: WindowState | None) -> HttpResponse | None:
     if state is None:
         return None
-    request.ratelimit_state = state  # X-RateLimit-* headers (config.middleware)
+    request.ratelimit_state = state  # X-RateLimit-* headers (core.middleware)
     if state.allowed:
         return None
     return error_page(request, RateLimited(headers={"Retry-After": str(state.reset_in)}))

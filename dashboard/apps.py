@@ -8,7 +8,7 @@ class DashboardConfig(AppConfig):
     def ready(self) -> None:
         from django.utils import timezone
 
-        from config import housekeeping
+        from core import housekeeping
         from dashboard.services import signed_files_purge
 
         # Signed files go as soon as their hour is over: they are the bulkiest rows, and nothing reads them after.

@@ -12,8 +12,8 @@ import uuid
 
 from django.http import HttpRequest
 
-from config.keyring import one_time_secret_sealing_ring
-from config.sealing import SealedBlobError, seal, unseal
+from core.keyring import one_time_secret_sealing_ring
+from core.sealing import SealedBlobError, seal, unseal
 
 SESSION_KEY = "dashboard_one_time_secrets"
 MAX_KEPT = 10  # secrets made in other tabs and never opened do not pile up in the session

@@ -6,7 +6,7 @@ from django.db.models import BinaryField
 from django.db.models.functions import Substr
 
 from accounts.models import Organization, User
-from config.errors import NotFound
+from core.errors import NotFound
 from dashboard.models import SignedFile
 
 CHUNK_BYTES = 512 * 1024

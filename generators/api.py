@@ -8,10 +8,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.scoping import OrgScopedViewSet
-from config.cors import PublicCors
-from config.paging import PageQuery, optional_page, page_counts
-from config.throttles import VerifyIpThrottle
-from config.validation import validated
+from core.cors import PublicCors
+from core.paging import PageQuery, optional_page, page_counts
+from core.throttles import VerifyIpThrottle
+from core.validation import validated
 from generators import selectors, services
 from generators import serializers as s
 from generators.models import Generator

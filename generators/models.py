@@ -56,7 +56,7 @@ class GeneratorKey(models.Model):
     kid = models.CharField(max_length=64)
     algorithm = models.CharField(max_length=20, default="ml-dsa-65")
     public_key = models.BinaryField()
-    # Server-managed only: the 32-byte ML-DSA seed sealed with AES-256-GCM (config/sealing.py).
+    # Server-managed only: the 32-byte ML-DSA seed sealed with AES-256-GCM (core/sealing.py).
     encrypted_private_key = models.BinaryField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     retired_at = models.DateTimeField(null=True, blank=True)

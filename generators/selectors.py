@@ -3,11 +3,11 @@
 import uuid
 
 from accounts.models import Organization
-from config.errors import Forbidden, NotFound
-from config.hot_sql import ChildWithParents
+from core.errors import Forbidden, NotFound
+from core.hot_sql import ChildWithParents
 from generators.models import Generator, GeneratorKey
 
-# Every signature runs this (SQL built once, config.hot_sql.py). At most one current key per
+# Every signature runs this (SQL built once, core.hot_sql.py). At most one current key per
 # generator (a unique constraint): LIMIT 1 without ORDER BY.
 _CURRENT_KEY_WITH_GENERATOR = ChildWithParents(GeneratorKey, "generator", match=("generator",),
                                                also="{child}.retired_at IS NULL")

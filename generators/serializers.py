@@ -2,8 +2,8 @@ import base64
 
 from drf_spectacular.utils import extend_schema_serializer
 
-from config.paging import ListPageFields
-from config.validation import serializers
+from core.paging import ListPageFields
+from core.validation import serializers
 from media_codecs import FAMILIES
 
 KID_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"

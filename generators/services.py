@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from accounts.models import Organization
 from audit.services import audit_write
-from config.errors import KeyUnavailable, NotFound, ValidationFailed
-from config.keyring import private_key_sealing_ring
-from config.sealing import SealedBlobError, seal, sealed_key_id, unseal
+from core.errors import KeyUnavailable, NotFound, ValidationFailed
+from core.keyring import private_key_sealing_ring
+from core.sealing import SealedBlobError, seal, sealed_key_id, unseal
 from generators.models import Generator, GeneratorKey
 from media_codecs import FAMILIES
 from provenance import crypto

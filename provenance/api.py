@@ -10,11 +10,11 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.cors import PublicCors
-from config.idempotency import idempotent
-from config.throttles import VerifyIpThrottle
-from config.uploads import limit_uploads, uploaded_bytes
-from config.validation import validated, validated_query
+from core.cors import PublicCors
+from core.idempotency import idempotent
+from core.throttles import VerifyIpThrottle
+from core.uploads import limit_uploads, uploaded_bytes
+from core.validation import validated, validated_query
 from media_codecs import FAMILIES
 from provenance import selectors, services
 from provenance import serializers as s
@@ -36,7 +36,7 @@ KEY_UNAVAILABLE = OpenApiResponse(description="`key_unavailable`: the service ca
 
 BATCH_BODY_LIMIT = 10 * 1024 * 1024  # spec: batch record request body 10 MB
 
-# The routes that sign or store take it (config/idempotency.py).
+# The routes that sign or store take it (core/idempotency.py).
 IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
     description="Up to 255 visible ASCII characters (a UUID). The same key and request within 24 hours replays "

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from accounts.models import Organization
 from billing.gates import require_feature
-from config.errors import Forbidden, FormatNotSupported, GeneratorClientManaged, NotFound, ValidationFailed
+from core.errors import Forbidden, FormatNotSupported, GeneratorClientManaged, NotFound, ValidationFailed
 from generators.models import GeneratorKey
 from generators.selectors import current_key
 from generators.services import generator_signing_seed

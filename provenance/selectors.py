@@ -9,9 +9,9 @@ from django.db.models import CharField, Count
 from django.db.models.functions import Cast, Substr, TruncDate
 
 from accounts.models import Organization
-from config.errors import Forbidden, NotFound
-from config.keyring import token_mac_keys
-from config.paging import Page, offset_page, page_of
+from core.errors import Forbidden, NotFound
+from core.keyring import token_mac_keys
+from core.paging import Page, offset_page, page_of
 from provenance.models import Record
 from provenance.tokens import mint_token, parse_token
 from transparency.selectors import record_log, record_logs

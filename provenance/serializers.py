@@ -4,8 +4,8 @@ from datetime import UTC, datetime, time
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
-from config.paging import PageQuery
-from config.validation import serializers
+from core.paging import PageQuery
+from core.validation import serializers
 from media_codecs import FAMILIES
 from provenance import crypto
 from provenance.hashing import is_content_hash
@@ -45,7 +45,7 @@ def _content_hash_format(value: str) -> None:
         raise serializers.ValidationError("Expected sha3-256: followed by 64 lowercase hex characters.")
 
 
-_content_hash_format.openapi_pattern = r"^sha3-256:[0-9a-f]{64}$"  # stated in the schema (config/openapi.py)
+_content_hash_format.openapi_pattern = r"^sha3-256:[0-9a-f]{64}$"  # stated in the schema (core/openapi.py)
 
 
 def _signed_text(max_length: int) -> serializers.CharField:

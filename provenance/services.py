@@ -12,7 +12,7 @@ from accounts.models import Organization
 from audit.services import audit_write_many
 from billing.gates import require_feature
 from billing.services import usage_consume, usage_refused
-from config.errors import (
+from core.errors import (
     ApiError,
     FormatNotSupported,
     GeneratorServerManaged,
@@ -20,7 +20,7 @@ from config.errors import (
     SignatureLimitReached,
     ValidationFailed,
 )
-from config.hot_sql import RowInserter
+from core.hot_sql import RowInserter
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from media_codecs.c2pa import UpstreamManifest
@@ -32,7 +32,7 @@ from webhooks.events import events_emit
 
 PARALLEL_VERIFY_MIN = 8  # signatures per thread below which a hand-off costs more than it saves
 
-_insert_records = RowInserter(Record).insert  # bulk_create with its SQL built once (config/hot_sql.py)
+_insert_records = RowInserter(Record).insert  # bulk_create with its SQL built once (core/hot_sql.py)
 
 
 @dataclass(frozen=True)

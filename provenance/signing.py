@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from accounts.models import Organization
 from billing.services import usage_precheck
-from config.errors import FormatNotSupported, GeneratorClientManaged, PayloadTooLarge, ValidationFailed
+from core.errors import FormatNotSupported, GeneratorClientManaged, PayloadTooLarge, ValidationFailed
 from generators.selectors import generator_for_signing
 from generators.services import generator_signing_seed
 from media_codecs import Codec, CodecError, CorruptMedia, Media, MediaTooLarge, detect

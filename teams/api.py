@@ -13,9 +13,9 @@ from rest_framework.views import APIView
 from accounts.models import ApiKey, Role
 from accounts.scoping import HasRole, OrgScopedViewSet, SessionRequired
 from accounts.serializers import RevokedOutput
-from config.paging import PageQuery, optional_page, page_counts
-from config.throttles import AuthIpThrottle
-from config.validation import validated
+from core.paging import PageQuery, optional_page, page_counts
+from core.throttles import AuthIpThrottle
+from core.validation import validated
 from teams import selectors, services
 from teams import serializers as s
 from teams.models import Invite

@@ -7,7 +7,7 @@ from django.db.models import Count, Q, QuerySet
 from accounts.credentials import digest
 from accounts.models import Organization, Role, User
 from billing.plans import get_plan
-from config.errors import Forbidden, NotFound
+from core.errors import Forbidden, NotFound
 from teams.models import Invite
 
 MANAGERS = (Role.OWNER, Role.ADMIN)  # invite, remove users, manage anyone's personal keys

@@ -4,8 +4,8 @@ from drf_spectacular.utils import extend_schema_serializer
 
 from accounts.models import Role
 from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
-from config.paging import ListPageFields
-from config.validation import serializers
+from core.paging import ListPageFields
+from core.validation import serializers
 
 INVITABLE_ROLES = [Role.USER.value, Role.ADMIN.value]  # spec: an invite's role is `user` or `admin`
 

@@ -19,7 +19,7 @@ from audit.models import AuditEvent
 from audit.services import audit_write
 from billing.gates import owner_email_verified
 from billing.plans import get_plan
-from config.errors import (
+from core.errors import (
     AlreadyMember,
     CannotRemoveSelf,
     EmailNotVerified,

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
 from accounts.views import new_password_problem
-from config.errors import ApiError, NotFound
+from core.errors import ApiError, NotFound
 from teams import selectors, services
 
 

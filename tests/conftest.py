@@ -24,9 +24,9 @@ def _email_backend(settings):
 
 @pytest.fixture(autouse=True)
 def _redis_not_paused():
-    # A Redis failure pauses Redis use in this process for a few seconds (config.cache); a test that
+    # A Redis failure pauses Redis use in this process for a few seconds (core.cache); a test that
     # kills a Redis must not leave the next test, on another Redis, counting in the database.
-    from config import cache
+    from core import cache
 
     cache._skip_until = 0.0
     yield

@@ -4,9 +4,9 @@ import os
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from config.hkdf import derive_key
-from config.keyring import private_key_sealing_ring, webhook_secret_sealing_ring
-from config.sealing import sealed_key_id, unseal
+from core.hkdf import derive_key
+from core.keyring import private_key_sealing_ring, webhook_secret_sealing_ring
+from core.sealing import sealed_key_id, unseal
 from generators.models import GeneratorKey
 from webhooks.models import WebhookEndpoint
 from webhooks.services import endpoints_snapshot_refresh

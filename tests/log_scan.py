@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 # The project's loggers, scanned from DEBUG: an operator may set LOG_LEVEL=DEBUG in production.
-PROJECT_LOGGERS = ("access", "accounts", "audit", "billing", "config", "dashboard", "generators", "media_codecs",
+PROJECT_LOGGERS = ("access", "accounts", "audit", "billing", "config", "core", "dashboard", "generators", "media_codecs",
                    "provenance", "record_format", "teams", "transparency", "verification", "webhooks")
 
 SECRET_SHAPES = {

@@ -1,7 +1,7 @@
 """Which module may know what: checked on the source, so a shortcut fails here rather than in review.
 
-- `config` is the ground floor: it imports no app.
-- The per-IP throttles are infrastructure (config); billing keeps only the per-plan one.
+- `core` is the ground floor of the apps: it imports no app and not `config` (settings, URLs, serving).
+- The per-IP throttles are infrastructure (core); billing keeps only the per-plan one.
 - The signed fields and the content families are each spelled out once.
 """
 
@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 import billing.throttles
-import config.throttles
+import core.throttles
 from media_codecs import FAMILIES
 from record_format.payload import SIGNED_FIELDS
 
@@ -20,7 +20,7 @@ APPS = ("accounts", "audit", "billing", "generators", "provenance", "verificatio
 
 def _source_files(*roots: str) -> list[Path]:
     """The project's Python source under `roots` (default: every app, config and media_codecs)."""
-    folders = [PROJECT / root for root in roots or (*APPS, "config", "media_codecs", "record_format")]
+    folders = [PROJECT / root for root in roots or (*APPS, "config", "core", "media_codecs", "record_format")]
     return sorted(path for folder in folders for path in folder.rglob("*.py") if "migrations" not in path.parts)
 
 
@@ -50,14 +50,14 @@ def _modules_spelling_out(values: tuple[str, ...]) -> set[str]:
             if any(set(values) <= strings for strings in _string_collections(path))}
 
 
-def test_config_imports_no_app():
-    offenders = {f"{path.relative_to(PROJECT)}: {module}" for path in _source_files("config")
-                 for module in _imported_modules(path) if module.split(".")[0] in APPS}
+def test_core_imports_no_app_and_not_the_configuration():
+    offenders = {f"{path.relative_to(PROJECT)}: {module}" for path in _source_files("core")
+                 for module in _imported_modules(path) if module.split(".")[0] in (*APPS, "config")}
     assert offenders == set()
 
 
-def test_the_per_ip_throttles_live_in_config_and_billing_keeps_the_plan_limit():
-    assert {"client_ip", "IpThrottle", "VerifyIpThrottle", "AuthIpThrottle"} <= set(vars(config.throttles))
+def test_the_per_ip_throttles_live_in_core_and_billing_keeps_the_plan_limit():
+    assert {"client_ip", "IpThrottle", "VerifyIpThrottle", "AuthIpThrottle"} <= set(vars(core.throttles))
     assert not {"client_ip", "IpThrottle", "VerifyIpThrottle", "AuthIpThrottle"} & set(vars(billing.throttles))
     importers = {str(path.relative_to(PROJECT)) for path in _source_files()
                  if "billing.throttles" in _imported_modules(path)}
@@ -79,7 +79,7 @@ def test_the_shared_format_packages_and_the_client_import_no_app_and_no_django()
     """media_codecs and record_format ship inside the client's wheel; the client runs without the service."""
     roots = ("media_codecs", "record_format", "client/svc_client")
     offenders = {f"{path.relative_to(PROJECT)}: {module}" for path in _source_files(*roots)
-                 for module in _imported_modules(path) if module.split(".")[0] in (*APPS, "config", "django")}
+                 for module in _imported_modules(path) if module.split(".")[0] in (*APPS, "config", "core", "django")}
     assert offenders == set()
 
 

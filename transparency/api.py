@@ -6,10 +6,10 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.cors import PublicCors
-from config.errors import ValidationFailed
-from config.throttles import VerifyIpThrottle
-from config.validation import validated_query
+from core.cors import PublicCors
+from core.errors import ValidationFailed
+from core.throttles import VerifyIpThrottle
+from core.validation import validated_query
 from transparency import selectors
 from transparency import serializers as s
 from transparency.tiles import parse_tile_path

@@ -1,10 +1,10 @@
-"""The log's checkpoint keys, from settings: LOG_SIGNING_KEY (through config.keyring) and LOG_ORIGIN."""
+"""The log's checkpoint keys, from settings: LOG_SIGNING_KEY (through core.keyring) and LOG_ORIGIN."""
 
 import functools
 
 from django.conf import settings
 
-from config.keyring import log_signing_seeds
+from core.keyring import log_signing_seeds
 from transparency import note
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
-from config.errors import NotFound, ValidationFailed
+from core.errors import NotFound, ValidationFailed
 from provenance.models import Record
 from provenance.payload import SIGNED_FIELDS
 from transparency import merkle

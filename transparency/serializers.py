@@ -1,6 +1,6 @@
 from drf_spectacular.utils import extend_schema_field
 
-from config.validation import serializers
+from core.validation import serializers
 
 
 class LogOutput(serializers.Serializer):

@@ -6,12 +6,12 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.cors import PublicCors
-from config.errors import ValidationFailed
-from config.parsers import LimitedJSONParser, LimitedRawParser
-from config.throttles import VerifyIpThrottle, verification_charge
-from config.uploads import limit_uploads, uploaded_bytes
-from config.validation import validated, validated_query
+from core.cors import PublicCors
+from core.errors import ValidationFailed
+from core.parsers import LimitedJSONParser, LimitedRawParser
+from core.throttles import VerifyIpThrottle, verification_charge
+from core.uploads import limit_uploads, uploaded_bytes
+from core.validation import validated, validated_query
 from verification import serializers as s
 from verification import soft_binding
 from verification.services import content_verify, contents_verify

@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Q
 
-from config.hot_sql import ChildWithParents
+from core.hot_sql import ChildWithParents
 from generators.models import Generator
 from provenance.models import Fingerprint, Record, RecordFingerprint
 from provenance.phash_bands import BANDS, band_neighbours, phash_bands, signed_value
@@ -53,7 +53,7 @@ def _with_relations():
     return Record.objects.select_related("org", "key", "generator")
 
 
-# Every verification that carries a token makes this lookup: its SQL is built once (config/hot_sql.py).
+# Every verification that carries a token makes this lookup: its SQL is built once (core/hot_sql.py).
 _RECORD_WITH_RELATIONS = ChildWithParents(Record, "org", "key", "generator", match=("id",))
 
 

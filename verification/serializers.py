@@ -3,8 +3,8 @@ import binascii
 
 from drf_spectacular.utils import extend_schema_field
 
-from config.openapi import BASE64_PATTERN
-from config.validation import serializers
+from core.openapi import BASE64_PATTERN
+from core.validation import serializers
 from transparency.serializers import LogField
 from verification.soft_binding import ALGORITHMS
 from verification.summary import summary

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from audit.services import audit_write_many
-from config.errors import PayloadTooLarge
+from core.errors import PayloadTooLarge
 from generators.selectors import key_by_kid
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
 from media_codecs.base import file_units

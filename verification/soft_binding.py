@@ -12,7 +12,7 @@ import binascii
 import uuid
 from dataclasses import dataclass
 
-from config.errors import ApiError, ValidationFailed
+from core.errors import ApiError, ValidationFailed
 from media_codecs import CodecError
 from media_codecs.c2pa.manifest import WATERMARK_ALGORITHM
 from verification import selectors

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from accounts.scoping import OrgScopedViewSet
 from billing.gates import require_feature
-from config.validation import validated
+from core.validation import validated
 from webhooks import serializers as s
 from webhooks import services
 from webhooks.delivery import delivery_retry

@@ -42,9 +42,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import Organization
-from config.errors import RateLimited
-from config.hot_sql import RowInserter
-from config.sealing import SealedBlobError
+from core.errors import RateLimited
+from core.hot_sql import RowInserter
+from core.sealing import SealedBlobError
 from webhooks import transport
 from webhooks.models import (
     FAILURES_BEFORE_FAILING,

@@ -8,8 +8,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Organization
-from config.errors import NotFound
-from config.paging import Page, page_of
+from core.errors import NotFound
+from core.paging import Page, page_of
 from webhooks.models import DELIVERY_LOG_DAYS, WebhookDelivery, WebhookEndpoint
 
 

@@ -3,7 +3,7 @@ import json
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 
-from config.validation import serializers
+from core.validation import serializers
 from webhooks.events import EVENT_KINDS
 from webhooks.targets import MAX_URL_LENGTH
 
@@ -22,7 +22,7 @@ class WebhookCreateInput(serializers.Serializer):
 
 
 class WebhookUpdateInput(serializers.Serializer):
-    required_one_of = ("url", "events", "status")  # stated in the schema (config/openapi.py)
+    required_one_of = ("url", "events", "status")  # stated in the schema (core/openapi.py)
     url = serializers.CharField(max_length=MAX_URL_LENGTH, required=False)
     events = _events(required=False)
     status = serializers.ChoiceField(choices=["active", "disabled"], required=False)

@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from accounts.models import Organization
 from audit.services import audit_write
-from config.errors import NotFound, ValidationFailed
-from config.keyring import webhook_secret_sealing_ring
-from config.sealing import seal, sealed_key_id, unseal
+from core.errors import NotFound, ValidationFailed
+from core.keyring import webhook_secret_sealing_ring
+from core.sealing import seal, sealed_key_id, unseal
 from webhooks.events import EVENT_KINDS
 from webhooks.models import MAX_ENDPOINTS_PER_ORG, WebhookEndpoint
 from webhooks.targets import Target, TargetRefused, target_check

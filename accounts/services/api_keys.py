@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from accounts.credentials import new_api_key
 from accounts.models import ApiKey, ApiKeyQuerySet, Organization, User
-from config.errors import NotFound, ValidationFailed
+from core.errors import NotFound, ValidationFailed
 
 MAX_ACTIVE_KEYS_PER_ORG = 100
 # last_used_at is refreshed at most this often, so a busy key does not write on every request.

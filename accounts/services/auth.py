@@ -15,7 +15,7 @@ from accounts.jwt_sessions import session_token_issue
 from accounts.models import EmailToken, Organization, Role, TwoFactorChallenge, User, normalize_email
 from audit.models import AuditEvent
 from audit.services import audit_write
-from config.errors import EmailTaken, InvalidCredentials, TokenInvalid
+from core.errors import EmailTaken, InvalidCredentials, TokenInvalid
 
 VERIFY_EMAIL_LIFETIME = timedelta(days=7)
 RESET_PASSWORD_LIFETIME = timedelta(hours=1)  # spec, Limits

@@ -3,7 +3,7 @@
 from django.db import IntegrityError, transaction
 
 from accounts.models import Organization, User
-from config.errors import EmailTaken
+from core.errors import EmailTaken
 
 
 def member_create(*, org: Organization, email: str, password: str, role: str) -> User:

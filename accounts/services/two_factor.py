@@ -22,7 +22,7 @@ from accounts.services.recovery_codes import (
 )
 from audit.models import AuditEvent
 from audit.services import audit_write
-from config.errors import InvalidCredentials, OtpInvalid, RecoveryCodeUsed, TooManyAttempts, ValidationFailed
+from core.errors import InvalidCredentials, OtpInvalid, RecoveryCodeUsed, TooManyAttempts, ValidationFailed
 
 MAX_FAILED_OTPS = 5  # in a row, per account (addendum section 2)
 OTP_LOCKOUT = timedelta(minutes=15)

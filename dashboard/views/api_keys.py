@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts import selectors, services
 from accounts.models import Role
-from config.errors import NotFound
+from core.errors import NotFound
 from dashboard.access import action_lives_on, member_page
 from dashboard.forms import ApiKeyCreateForm
 from dashboard.reveal import secret_keep, secret_take

@@ -12,8 +12,8 @@ from audit.streaming import audit_export_response
 from audit.wording import describe
 from billing.gates import owner_email_verified, require_feature
 from billing.plans import plan_allows
-from config.errors import ValidationFailed
-from config.paging import page_number
+from core.errors import ValidationFailed
+from core.paging import page_number
 from dashboard.access import member_page
 from dashboard.forms import AuditFilterForm
 

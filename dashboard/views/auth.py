@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts import selectors, services
 from accounts.models import User
-from config.errors import (
+from core.errors import (
     EmailTaken,
     InvalidCredentials,
     OtpInvalid,
@@ -18,7 +18,7 @@ from config.errors import (
     TooManyAttempts,
     ValidationFailed,
 )
-from config.throttles import AuthIpThrottle
+from core.throttles import AuthIpThrottle
 from dashboard.access import member_page, public_form
 from dashboard.forms import (
     CurrentPasswordForm,

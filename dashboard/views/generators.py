@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
-from config.errors import ValidationFailed
+from core.errors import ValidationFailed
 from dashboard.access import action_lives_on, member_page
 from dashboard.forms import GeneratorRegisterForm, GeneratorRotateForm, TypedConfirmationForm
 from generators import selectors, services

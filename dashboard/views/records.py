@@ -3,7 +3,7 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from config.paging import page_number
+from core.paging import page_number
 from dashboard.access import member_page
 from provenance.selectors import record_page
 

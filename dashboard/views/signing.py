@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_safe
 
-from config.uploads import uploaded_bytes
+from core.uploads import uploaded_bytes
 from dashboard.access import member_page, upload_form
 from dashboard.forms import SignForm
 from dashboard.selectors import signed_file_chunks, signed_file_get

@@ -9,8 +9,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from config.throttles import verification_charge
-from config.uploads import uploaded_bytes
+from core.throttles import verification_charge
+from core.uploads import uploaded_bytes
 from dashboard.access import upload_form, verification_form
 from dashboard.forms import VerifyForm
 from dashboard.verdicts import verdict_from_token, verdict_in_words, verdict_token

@@ -10,8 +10,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
 from billing.gates import require_feature
-from config.errors import ValidationFailed
-from config.paging import page_number
+from core.errors import ValidationFailed
+from core.paging import page_number
 from dashboard.access import action_lives_on, member_page
 from dashboard.forms import WebhookCreateForm, WebhookStatusForm
 from dashboard.reveal import secret_keep, secret_take

@@ -4,7 +4,7 @@ import jwt
 import pytest
 from django.conf import settings
 
-from config.keyring import jwt_signing_key
+from core.keyring import jwt_signing_key
 from tests import factories
 
 pytestmark = pytest.mark.django_db

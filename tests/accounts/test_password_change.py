@@ -7,7 +7,7 @@ from django.core import mail
 
 from accounts import services
 from accounts.jwt_sessions import session_token_decode
-from config.errors import InvalidCredentials
+from core.errors import InvalidCredentials
 from tests import factories
 from tests.log_scan import register_secret
 

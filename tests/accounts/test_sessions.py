@@ -8,7 +8,7 @@ import uuid
 import jwt
 import pytest
 
-from config.keyring import jwt_signing_key
+from core.keyring import jwt_signing_key
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from accounts.models import Organization, User
 from audit.models import AuditEvent
 from billing.models import PlanRequest
 from billing.services import plan_request_apply, plan_request_cancel, plan_request_create
-from config.errors import Forbidden, NotFound, ValidationFailed
+from core.errors import Forbidden, NotFound, ValidationFailed
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -86,7 +86,7 @@ V1_ROUTES = _v1_routes()
 
 def _json_post_routes() -> list[tuple[str, str]]:
     """(method, path) of every /v1 route that takes a JSON body."""
-    from config.parsers import LimitedJSONParser
+    from core.parsers import LimitedJSONParser
 
     found = []
     for path, callback in V1_ROUTES:

@@ -19,7 +19,7 @@ from tests.waiting import port_open, wait_for_process
 PROJECT = Path(__file__).resolve().parents[2]
 NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
 RECORD = "0b8e1c4e-6a3c-4f5e-9a53-2f6f1c9d2b7a"
-# Every route whose app limit is over nginx's 1 MB default, with that limit (config/uploads.py, the views).
+# Every route whose app limit is over nginx's 1 MB default, with that limit (core/uploads.py, the views).
 UPLOAD_ROUTES = ["/v1/sign", "/v1/verify", f"/v1/records/{RECORD}/c2pa/embed", "/v1/c2pa/matches/byContent",
                  "/dashboard/sign", "/verify", "/v1/verify/batch", "/v1/records/batch"]
 LIMITS_MB = {"/v1/verify/batch": 36, "/v1/records/batch": 10}

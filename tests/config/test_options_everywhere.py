@@ -12,7 +12,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.permissions import AllowAny
 
-from config.cors import ALLOW_HEADERS, EXPOSE_HEADERS, MAX_AGE, PublicCors
+from core.cors import ALLOW_HEADERS, EXPOSE_HEADERS, MAX_AGE, PublicCors
 
 pytestmark = pytest.mark.django_db
 

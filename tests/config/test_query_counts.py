@@ -17,7 +17,7 @@ from tests.media import photo_bytes
 
 pytestmark = pytest.mark.django_db
 
-SHARED_STATE_TABLES = ("config_ratecounter", "accounts_blockedsessiontoken")
+SHARED_STATE_TABLES = ("core_ratecounter", "accounts_blockedsessiontoken")
 
 
 def _statements(call) -> list[str]:

@@ -1,6 +1,6 @@
 """Schemathesis's positive phase against a live server: a request the OpenAPI schema allows is not refused.
 
-The schema states what the server checks (config/openapi.py AutoSchema: non-empty lists, item counts, text
+The schema states what the server checks (core/openapi.py AutoSchema: non-empty lists, item counts, text
 without NUL or blank, required request bodies, patterns of validator functions; enums and patterns of the
 fields themselves), so schema-valid requests are accepted, and none gets a 5xx. What a schema cannot say is
 listed below with its reason: rules between two fields (OpenAPI 3.0 has no way to state them) and answers

@@ -142,7 +142,7 @@ def test_serve_migrates_then_serves_json_logs_with_request_ids_and_stops_gracefu
     assert {(line["method"], line["path"], line["status"]) for line in access} >= {
         ("POST", "/v1/auth/register", 201), ("GET", "/v1/no-such-route", 404)}
     assert [line["request_id"] for line in access if line["status"] == 404] == ["client-req-0001"]
-    (redis_down,) = [line for line in lines if line["logger"] == "config.health"]
+    (redis_down,) = [line for line in lines if line["logger"] == "core.health"]
     assert redis_down["level"] == "WARNING" and redis_down["request_id"] == down.headers["X-Request-Id"]
     assert sum("Worker ready" in line["message"] for line in lines) == 2
     assert lines[-1]["message"] == "Shutting down: Master"

@@ -17,7 +17,7 @@ import json, threading, time, uuid, django
 django.setup()
 from django.core.management import call_command
 from django.db import connections, transaction
-from config.models import RateCounter
+from core.models import RateCounter
 call_command("migrate", verbosity=0)
 barrier, errors = threading.Barrier(8), []
 def read_then_write():

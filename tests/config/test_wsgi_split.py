@@ -46,7 +46,7 @@ def test_the_api_chain_is_the_page_chain_without_the_browser_layers():
                "django.contrib.auth.middleware.AuthenticationMiddleware",
                "django.contrib.messages.middleware.MessageMiddleware"}
     assert [name for name in settings.MIDDLEWARE if name not in browser] == settings.API_MIDDLEWARE
-    assert "config.middleware.RateLimitHeadersMiddleware" in settings.API_MIDDLEWARE
+    assert "core.middleware.RateLimitHeadersMiddleware" in settings.API_MIDDLEWARE
 
 
 def test_an_api_route_answers_without_session_or_cookies():

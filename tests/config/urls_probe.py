@@ -4,7 +4,7 @@ from django.urls import include, path
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.throttles import VerifyIpThrottle
+from core.throttles import VerifyIpThrottle
 
 
 class WhoAmIView(APIView):
@@ -50,5 +50,5 @@ urlpatterns = [
     path("", include("config.urls")),
 ]
 
-handler404 = "config.errors.handler404"
-handler500 = "config.errors.handler500"
+handler404 = "core.errors.handler404"
+handler500 = "core.errors.handler500"

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.services import personal_api_key_create
 from audit.services import audit_write_many
-from config import ratelimit
+from core import ratelimit
 from provenance.services import Submission, record_submit
 from teams.services import invite_send
 from tests import factories

@@ -168,7 +168,7 @@ def test_a_challenge_is_renewed_only_once_and_never_after_a_right_code(owner):
     client = _at_the_code_step(owner)
     challenge = client.session["dashboard_2fa_challenge"]
     client.post("/login/2fa", {"otp": _wrong(totp)})
-    from config.errors import OtpInvalid
+    from core.errors import OtpInvalid
 
     with pytest.raises(OtpInvalid):
         services.two_factor_challenge_renew(challenge_token=challenge)  # spent on the first renewal

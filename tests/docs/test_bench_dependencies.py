@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
-OWN = {"bench", "tests", "config", "accounts", "audit", "billing", "generators", "provenance", "verification",
+OWN = {"bench", "tests", "config", "core", "accounts", "audit", "billing", "generators", "provenance", "verification",
        "webhooks", "teams", "transparency", "dashboard", "media_codecs", "record_format", "svc_client"}
 # Import names that differ from the distribution's name.
 DISTRIBUTION_OF = {"PIL": "pillow", "cv2": "opencv-python-headless", "skimage": "scikit-image", "av": "av",

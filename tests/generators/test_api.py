@@ -3,8 +3,8 @@ import base64
 import pytest
 
 from audit.models import AuditEvent
-from config.keyring import private_key_sealing_ring
-from config.sealing import unseal
+from core.keyring import private_key_sealing_ring
+from core.sealing import unseal
 from generators.models import Generator, GeneratorKey
 from generators.services import generator_signing_seed
 from provenance import crypto

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from billing.models import UsageCounter
-from config.sealing import sealed_key_id
+from core.sealing import sealed_key_id
 from generators.models import GeneratorKey
 from generators.selectors import current_key
 from provenance import crypto

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.core.management import CommandError, call_command
 
 from accounts.models import Organization
-from config.hkdf import derive_key
+from core.hkdf import derive_key
 from generators.models import GeneratorKey
 from generators.selectors import current_key
 from generators.services import generator_key_reseal, generator_signing_seed

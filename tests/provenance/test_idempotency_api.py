@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from billing.models import UsageCounter
-from config.models import IdempotentRequest
+from core.models import IdempotentRequest
 from provenance.models import Record
 from tests import factories
 from tests.media import photo_bytes

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from billing.models import UsageCounter
-from config.models import IdempotentRequest
+from core.models import IdempotentRequest
 from provenance import services
 from provenance.models import Record
 from tests import factories
@@ -102,7 +102,7 @@ def test_a_holder_whose_connection_dies_frees_the_key_for_the_waiting_retry():
     settings = connection.settings_dict
     dying = psycopg.connect(host=settings["HOST"], port=settings["PORT"] or 5432, user=settings["USER"],
                             dbname=settings["NAME"])
-    dying.execute("INSERT INTO config_idempotentrequest (org_id, key, fingerprint, created_at, status, headers, body) "
+    dying.execute("INSERT INTO core_idempotentrequest (org_id, key, fingerprint, created_at, status, headers, body) "
                   "VALUES (%s, %s, %s, %s, 0, '[]', '')", [org.pk, "crash-1", "0" * 64, timezone.now()])
     # The claim is made and not committed, as by a worker that is now signing.
     responses = []

@@ -17,9 +17,9 @@ PURE_MODULES = [
     "provenance.hashing",
     "provenance.payload",
     "provenance.tokens",
-    "config.sealing",
-    "config.hkdf",
-    "config.secret_ring",
+    "core.sealing",
+    "core.hkdf",
+    "core.secret_ring",
     "verification.summary",
 ]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -148,7 +148,7 @@ def _queries_for(client, limit: int) -> int:
         response = client.get(URL, {"limit": limit})
     assert response.status_code == 200
     assert len(response.json()["records"]) == limit
-    return len([q for q in captured.captured_queries if "config_ratecounter" not in q["sql"]])
+    return len([q for q in captured.captured_queries if "core_ratecounter" not in q["sql"]])
 
 
 def test_a_page_costs_the_same_queries_whatever_its_size(key_client, org, client_gen):

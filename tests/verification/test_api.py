@@ -11,7 +11,7 @@ from dilithium_py.ml_dsa import ML_DSA_65
 from PIL import Image
 
 from audit.models import AuditEvent
-from config.keyring import token_mac_keys
+from core.keyring import token_mac_keys
 from media_codecs import get_codec
 from media_codecs.image.phash import phash_hex
 from provenance.tokens import mint_token

@@ -170,7 +170,7 @@ def test_the_api_and_the_batch_carry_the_summary(api_client, key_client, org, ca
     import io
     import uuid
 
-    from config.keyring import token_mac_keys
+    from core.keyring import token_mac_keys
     from provenance.tokens import mint_token
     from tests import factories
     from tests.media import photo_bytes, reencode_jpeg

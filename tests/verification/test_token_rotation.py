@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from config.hkdf import derive_key
+from core.hkdf import derive_key
 from provenance.tokens import key_tag
 from tests import factories
 from tests.media import photo_bytes

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import QuerySet
 
-from config.keyring import key_encryption_ring
-from config.sealing import SealedBlobError, sealed_key_id
+from core.keyring import key_encryption_ring
+from core.sealing import SealedBlobError, sealed_key_id
 from generators.models import GeneratorKey
 from generators.services import generator_key_reseal
 from webhooks.models import WebhookEndpoint
