@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 # The project's loggers, scanned from DEBUG: an operator may set LOG_LEVEL=DEBUG in production.
-PROJECT_LOGGERS = ("access", "accounts", "audit", "billing", "config", "core", "dashboard", "generators", "media_codecs",
-                   "provenance", "record_format", "teams", "transparency", "verification", "webhooks")
+PROJECT_LOGGERS = ("access", "accounts", "audit", "billing", "config", "core", "dashboard", "generators",
+                   "media_codecs", "provenance", "record_format", "teams", "transparency", "verification", "webhooks")
 
 SECRET_SHAPES = {
     "API key": re.compile(r"svc_key_[A-Za-z0-9_-]{8,}"),
