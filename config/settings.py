@@ -150,6 +150,10 @@ WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", False)
 # Spec, Limits: an endpoint answers within 10 s or the delivery fails. Tests shorten it.
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)
 WEBHOOK_DELIVERY_THREADS = env_int("WEBHOOK_DELIVERY_THREADS", 32)  # per process, shared by all requests
+# An RFC 3161 time-stamp authority (core/tsa.py): unset, nothing is stamped. Seconds for one stamp,
+# connect to last byte.
+TSA_URL = env_str("TSA_URL", "")
+TSA_TIMEOUT_SECONDS = env_float("TSA_TIMEOUT_SECONDS", 5.0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

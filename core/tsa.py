@@ -1,0 +1,57 @@
+"""Asking the deployment's time-stamp authority (settings.TSA_URL) for an RFC 3161 token over some bytes.
+
+The request, and the checks that the answer is a granted stamp of exactly those bytes, are
+record_format.timestamp's (pure, shared with the client). Here is the exchange: one POST of the
+DER request as `application/timestamp-query`, an answer read up to the token size limit and within
+TSA_TIMEOUT_SECONDS from connect to last byte (a TSA that trickles its answer cannot hold a worker).
+"""
+
+import time
+
+import requests
+from django.conf import settings
+
+from record_format import timestamp
+
+_CHUNK_BYTES = 8192
+
+
+class TimestampUnavailable(Exception):
+    """The authority could not be reached, or did not answer with a stamp of what was sent."""
+
+
+def stamp(data: bytes, *, url: str | None = None) -> bytes | None:
+    """The DER TimeStampToken over `data`, or None when no authority is configured."""
+    url = url if url is not None else settings.TSA_URL
+    if not url:
+        return None
+    request = timestamp.request_for(data)
+    deadline = time.monotonic() + settings.TSA_TIMEOUT_SECONDS
+    try:
+        with requests.post(url, data=request.as_bytes(), stream=True, allow_redirects=False,
+                           timeout=settings.TSA_TIMEOUT_SECONDS,
+                           headers={"Content-Type": "application/timestamp-query",
+                                    "Accept": "application/timestamp-reply"}) as answer:
+            if answer.status_code != 200:
+                raise TimestampUnavailable(f"the time-stamp authority answered HTTP {answer.status_code}")
+            content_type = answer.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if content_type != "application/timestamp-reply":
+                raise TimestampUnavailable(f"the time-stamp authority answered {content_type or 'no'} content")
+            body = _read_bounded(answer, deadline)
+    except requests.RequestException as error:
+        raise TimestampUnavailable(f"the time-stamp authority could not be reached: {type(error).__name__}") from None
+    try:
+        return timestamp.token_from_response(body, request)
+    except timestamp.TimestampError as error:
+        raise TimestampUnavailable(str(error)) from None
+
+
+def _read_bounded(answer: requests.Response, deadline: float) -> bytes:
+    body = bytearray()
+    for chunk in answer.iter_content(_CHUNK_BYTES):
+        body += chunk
+        if len(body) > timestamp.MAX_TOKEN_BYTES:
+            raise TimestampUnavailable(f"the time-stamp answer is over {timestamp.MAX_TOKEN_BYTES} bytes")
+        if time.monotonic() > deadline:
+            raise TimestampUnavailable("the time-stamp authority took too long to answer")
+    return bytes(body)
