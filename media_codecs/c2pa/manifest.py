@@ -52,7 +52,6 @@ UPDATE_MANIFEST_UUID = _uuid(b"c2um")
 MANIFEST_UUIDS = (MANIFEST_UUID, UPDATE_MANIFEST_UUID)
 ASSERTION_STORE_UUID = _uuid(b"c2as")
 CBOR_UUID = _uuid(b"cbor")
-JSON_UUID = _uuid(b"json")
 CLAIM_UUID = _uuid(b"c2cl")
 SIGNATURE_UUID = _uuid(b"c2cs")
 
