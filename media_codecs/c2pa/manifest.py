@@ -104,14 +104,14 @@ def embed(data: bytes, facts: ManifestFacts, sign: Signer, parent: UpstreamManif
 
 def embed_jpeg(data: bytes, store: bytes) -> bytes:
     """Splice a ready store into a JPEG as APP11 segments, replacing any store. Raises CodecError."""
-    carrier = carriers.JpegCarrier()
+    carrier = carriers.JPEG_CARRIER
     stripped = carrier.strip(data)
     return carriers.splice(stripped, carrier.insert_offset(stripped), carrier.wrapped(store))
 
 
 def embed_png(data: bytes, store: bytes) -> bytes:
     """Splice a ready store into a PNG as a `caBX` chunk before IDAT, replacing any store. Raises CodecError."""
-    carrier = carriers.PngCarrier()
+    carrier = carriers.PNG_CARRIER
     stripped = carrier.strip(data)
     return carriers.splice(stripped, carrier.insert_offset(stripped), carrier.wrapped(store))
 
