@@ -162,7 +162,7 @@ class HtmlCodec(Utf8TextCodec):
     format = "html"
     mime_type = "text/html; charset=utf-8"
     token_source = "metadata"  # addendum 5: an HTML meta element
-    document_name = "HTML document"
+    document_name = "HTML document"  # parsed to its text; the markup is scanned only to sign (reading needs regexes)
 
     def score(self, head: bytes) -> int:
         """SCORE_MAGIC for a doctype or `<html>` first, SCORE_WEAK for other markup near the start."""
