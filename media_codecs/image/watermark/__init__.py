@@ -40,6 +40,10 @@ for the second layer, which also leaves out images over ``_CANON_MAX_SIDE`` on a
 ``extract_luma`` returns ``None`` below ``MIN_READ_SIDE`` (64). A uniformly scaled copy reads down
 to 75% of the signed size through the first layer and down to 256 pixels on its short side through
 the second.
+
+Modules: ``layout`` (which bins and coefficients carry what), ``embedding`` (the first layer and its
+masking gain), ``canonical`` (the second layer), ``reading`` (whitening, folding, the pilot, soft bits,
+decoding) and ``lattice`` (the search for a scale, rotation or aspect change); the entry points are here.
 """
 
 from __future__ import annotations
@@ -120,6 +124,7 @@ def embed_bands(luma_rows: Callable[[int, int], np.ndarray], shape: tuple[int, .
         raise WatermarkError("mark_id must be an unsigned 64-bit integer")
     coded = ecc.conv_encode(ecc.payload_bits(mark_id))
     tile = _tile_pattern(coded)
+    # the package's setting, read when called: a test lowers it to compare the band-by-band copy
     gain_grid, host_copy = _host_measures(luma_rows, height, width, _WHOLE_PLANE_PIXELS)
     tile_rows = np.tile(tile, (_EMBED_BAND // TILE, -(-width // TILE)))[:, :width]
 
