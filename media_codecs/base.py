@@ -12,9 +12,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from media_codecs.errors import CodecError, UnsupportedFormat
+
+if TYPE_CHECKING:
+    from media_codecs.c2pa.carriers import Carrier
 
 T = TypeVar("T")
 
@@ -87,10 +90,10 @@ SCORE_MAGIC = 100  # the format's signature where the format puts it; the highes
 class Codec(ABC):
     """One container format. Instances are stateless and shared through the registry.
 
-    Every family has a token container (`embed_token`, `extract_token`, `strip_token`). The watermark
-    and the fingerprint are capabilities a codec may lack: callers check `can_watermark` and
-    `fingerprint_kind`, never the format's name. Every method raises only `CodecError` subclasses
-    (`UnsupportedFormat`, `CorruptMedia`, `MediaTooLarge`) for bad input.
+    Every family has a token container (`embed_token`, `extract_token`, `strip_token`). The watermark,
+    the fingerprint and a place for a C2PA manifest are capabilities a codec may lack: callers check
+    `can_watermark`, `fingerprint_kind` and `c2pa_carrier`, never the format's name. Every method raises only
+    `CodecError` subclasses (`UnsupportedFormat`, `CorruptMedia`, `MediaTooLarge`) for bad input.
     """
 
     format: ClassVar[str]
@@ -154,6 +157,12 @@ class Codec(ABC):
     @abstractmethod
     def strip_token(self, content: bytes | Media) -> bytes:
         """Return the bytes `content_hash` covers: the content with our token container removed."""
+
+    @property
+    def c2pa_carrier(self) -> Carrier | None:
+        """What finds, strips and inserts a C2PA manifest store in this format's files, or None for a format
+        whose files carry none here."""
+        return None
 
     def watermark_possible(self, content: bytes | Media) -> bool:
         """Whether this content can carry the watermark: its format can, and it is long or large enough.

@@ -14,7 +14,6 @@ from generators.models import GeneratorKey
 from generators.selectors import current_key
 from generators.services import generator_signing_seed
 from media_codecs import CodecError, Media, detect
-from media_codecs.c2pa import FORMATS as C2PA_FORMATS
 from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, self_signed_certificate, upstream_from_store
 from provenance import crypto
 from provenance.hashing import content_hash_of_media
@@ -78,7 +77,7 @@ def _signed_asset(data: bytes, content_hash: str) -> Media:
         codec = detect(data)
     except CodecError:
         codec = None
-    if codec is None or codec.format not in C2PA_FORMATS:
+    if codec is None or codec.c2pa_carrier is None:
         raise FormatNotSupported("C2PA manifests are embedded in JPEG and PNG files only.")
     with codec_errors(codec):
         media = codec.open(data)

@@ -12,7 +12,6 @@ from core.errors import FormatNotSupported, GeneratorClientManaged, PayloadTooLa
 from generators.selectors import generator_for_signing
 from generators.services import generator_signing_seed
 from media_codecs import Codec, CodecError, CorruptMedia, Media, MediaTooLarge, detect
-from media_codecs.c2pa import FORMATS as C2PA_FORMATS
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
 from provenance import crypto
 from provenance.hashing import content_hash_of_media
@@ -91,7 +90,7 @@ def codec_errors(codec: Codec) -> Iterator[None]:
 
 def _without_upstream_manifest(media: Media) -> tuple[Media, UpstreamManifest | None]:
     """The upload without its C2PA store, and that store validated; the upload as is when it has none."""
-    if media.codec.format not in C2PA_FORMATS:
+    if media.codec.c2pa_carrier is None:
         return media, None
     try:
         upstream = validate_upstream(media.data)

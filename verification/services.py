@@ -21,7 +21,6 @@ from core.errors import PayloadTooLarge
 from generators.selectors import key_by_kid
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
 from media_codecs.base import file_units
-from media_codecs.c2pa import FORMATS as C2PA_FORMATS
 from media_codecs.c2pa import ReadManifest, check_manifest, read_manifest
 from media_codecs.c2pa.manifest import COSE_ALG_ML_DSA_65
 from provenance import crypto
@@ -252,7 +251,7 @@ def _token(media: Media | None, provided: str | None) -> tuple[str | None, str]:
 
 def _our_manifest(media: Media | None) -> ReadManifest | None:
     """The C2PA manifest a JPEG or PNG carries, when it is ours (it holds a token); None otherwise."""
-    if media is None or media.codec.format not in C2PA_FORMATS:
+    if media is None or media.codec.c2pa_carrier is None:
         return None
     try:
         manifest = read_manifest(media.data)

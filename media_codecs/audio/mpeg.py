@@ -57,7 +57,6 @@ class Stream:
     first: FrameHeader  # the first audio frame (after any Xing/Info frame)
     frames: int  # samples per channel, declared or estimated
     is_vbr: bool
-    has_info_frame: bool
 
 
 def frame_header(data: bytes | memoryview, position: int) -> FrameHeader | None:
@@ -130,7 +129,7 @@ def read_stream(data: bytes | memoryview, position: int, audio_end: int) -> Stre
         raise CorruptMedia(f"the MP3 holds {frames:,} frames{' (estimated)' if estimated else ''}, more than "
                            f"the {declared:,} its Xing/Info/VBRI header declares")
     # An info frame may understate (a hostile one would): the larger count is the one the limits see.
-    return Stream(first, max(declared, frames) * first.samples, is_vbr or len(bitrates) > 1, has_info)
+    return Stream(first, max(declared, frames) * first.samples, is_vbr or len(bitrates) > 1)
 
 
 def _info_frame(data: bytes | memoryview, position: int, header: FrameHeader) -> tuple[int, bool, bool]:

@@ -117,16 +117,6 @@ def stft(x: np.ndarray, hop: int = HOP) -> np.ndarray:
     return np.fft.rfft(frames * _WINDOW, axis=1)
 
 
-def istft(spectra: np.ndarray, length: int) -> np.ndarray:
-    """Overlap-add inverse of ``stft`` at hop ``HOP`` (frames of half overlap)."""
-    frames = np.fft.irfft(spectra, n=FRAME, axis=1) * _WINDOW
-    out = np.zeros(max(length, (len(frames) + 1) * HOP))
-    for parity in (0, 1):  # frames of one parity do not overlap: lay them end to end
-        chunk = frames[parity::2].ravel()
-        out[parity * HOP : parity * HOP + len(chunk)] += chunk
-    return out[:length]
-
-
 def frame_count(length: int) -> int:
     """STFT frames (hop ``HOP``) in ``length`` samples."""
     return max(0, (length - FRAME) // HOP + 1)
@@ -153,7 +143,8 @@ def band_power_blocks(x: np.ndarray, added: np.ndarray | None = None) -> np.ndar
 
 
 def cell_mark(x: np.ndarray, log_gain: np.ndarray, dtype: type = np.float64) -> np.ndarray:
-    """``istft(apply_cell_gains(stft(x), log_gain) - stft(x), len(x))``, a block of frames at a time."""
+    """The overlap-added inverse of ``apply_cell_gains(stft(x), log_gain) - stft(x)``, ``len(x)`` samples long,
+    a block of frames at a time."""
     out = np.zeros(max(len(x), (frame_count(len(x)) + 1) * HOP), dtype=dtype)
     for first, samples in _frame_blocks(len(x)):
         spectra = stft(x[samples].astype(np.float64))

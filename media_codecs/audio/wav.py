@@ -22,10 +22,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from media_codecs import riff
 from media_codecs.audio import pcm
 from media_codecs.audio.base import BLOCK_FRAMES, AudioCodec, StreamInfo, check_token
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+from media_codecs.riff import Chunk, make_chunk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,25 +39,8 @@ _PCM, _FLOAT, _EXTENSIBLE = 0x0001, 0x0003, 0xFFFE
 # KSDATAFORMAT_SUBTYPE_*: the format tag in the first two bytes, then this fixed tail.
 _SUBFORMAT_TAIL = bytes.fromhex("000000001000800000aa00389b71")
 _PCM_BITS, _FLOAT_BITS = (8, 16, 24, 32), (32, 64)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    id: bytes
-    raw: bytes | memoryview  # id, size, payload and pad byte as read
-
-    @property
-    def size(self) -> int:
-        return int.from_bytes(self.raw[4:8], "little")
-
-    @property
-    def payload(self) -> bytes | memoryview:
-        return self.raw[8 : 8 + self.size]
-
-    @property
-    def padded(self) -> bytes | memoryview:
-        """The chunk with its pad byte, added when the file's last chunk lacked it."""
-        return bytes(self.raw) + b"\x00" if len(self.raw) == 8 + self.size and self.size % 2 else self.raw
+FORM = riff.Form(b"WAVE", "WAV", "the RIFF size runs past the end of the file (truncated or still being written?)",
+                 "the WAV chunk {fourcc!r} runs past the end of the file")
 
 
 @dataclass(frozen=True)
@@ -78,18 +63,9 @@ class WavFile:
     frames: int
 
 
-def make_chunk(chunk_id: bytes, payload: bytes) -> Chunk:
-    """Build a chunk; an odd-sized payload gets the zero pad byte RIFF requires."""
-    padding = b"\x00" if len(payload) % 2 else b""
-    return Chunk(chunk_id, chunk_id + len(payload).to_bytes(4, "little") + payload + padding)
-
-
 def assemble(chunks: list[Chunk] | tuple[Chunk, ...], trailer: bytes | memoryview = b"") -> bytes:
-    """Join chunks into a RIFF/WAVE file with the right size field (one copy of the bytes: no
-    intermediate body, which would double a 50 MB file)."""
-    parts = [chunk.padded for chunk in chunks]
-    riff_size = 4 + sum(len(part) for part in parts)
-    return b"".join([b"RIFF", riff_size.to_bytes(4, "little"), b"WAVE", *parts, trailer])
+    """Join chunks into a RIFF/WAVE file with the right size field and every pad byte."""
+    return riff.assemble(FORM.form_type, (chunk.padded for chunk in chunks), trailer)
 
 
 def parse_wav(data: bytes) -> WavFile:
@@ -98,39 +74,29 @@ def parse_wav(data: bytes) -> WavFile:
     Raises UnsupportedFormat (not a WAV, RF64, an encoding we do not decode), CorruptMedia
     (truncated, lying sizes, no or repeated fmt/data), MediaTooLarge past MAX_CHUNKS.
     """
-    if len(data) >= 12 and data[:4] in _LARGE_RIFF and data[8:12] == b"WAVE":
+    if any(riff.is_form(data, FORM.form_type, magic) for magic in _LARGE_RIFF):
         raise UnsupportedFormat("RF64/BW64 WAV files (over 4 GB) are not supported")
-    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+    if not riff.is_form(data, FORM.form_type):
         raise UnsupportedFormat("not a WAV file")
-    end = 8 + int.from_bytes(data[4:8], "little")
-    if end > len(data) or end < 12:
-        raise CorruptMedia("the RIFF size runs past the end of the file (truncated or still being written?)")
+    end = riff.payload_end(data, FORM)
     view = memoryview(data)
-    chunks = _read_chunks(view, 12, end)
+    chunks = _read_chunks(view, riff.HEADER_BYTES, end)
     fmt, sound = _only(chunks, b"fmt "), _only(chunks, b"data")
-    sample_format = _sample_format(bytes(fmt.payload))
+    sample_format = _sample_format(fmt.payload)
     return WavFile(tuple(chunks), view[end:], sample_format, sound.size // sample_format.block_align)
 
 
 def _read_chunks(view: memoryview, position: int, end: int) -> list[Chunk]:
     chunks: list[Chunk] = []
-    while position < end:
+    for chunk in riff.chunks(view, position, end, FORM):
         if len(chunks) >= MAX_CHUNKS:
             raise MediaTooLarge(f"the WAV has more than {MAX_CHUNKS} chunks")
-        if position + 8 > end:
-            raise CorruptMedia("a WAV chunk header is truncated")
-        size = int.from_bytes(view[position + 4 : position + 8], "little")
-        payload_end = position + 8 + size
-        if payload_end > end:
-            raise CorruptMedia(f"the WAV chunk {bytes(view[position:position + 4])!r} runs past the end of the file")
-        chunk_end = min(payload_end + size % 2, end)  # some writers leave off the last pad byte
-        chunks.append(Chunk(bytes(view[position : position + 4]), view[position:chunk_end]))
-        position = chunk_end
+        chunks.append(chunk)
     return chunks
 
 
 def _only(chunks: list[Chunk], chunk_id: bytes) -> Chunk:
-    found = [chunk for chunk in chunks if chunk.id == chunk_id]
+    found = [chunk for chunk in chunks if chunk.fourcc == chunk_id]
     if len(found) != 1:
         raise CorruptMedia(f"a WAV needs exactly one {chunk_id.decode().strip()!r} chunk, this one has {len(found)}")
     return found[0]
@@ -212,38 +178,38 @@ class WavCodec(AudioCodec):
         """Put `token` in an `svct` chunk before `data`, replacing ours. Raises CodecError, ValueError."""
         payload = check_token(token)
         wav = self.media(content).container
-        chunks = [chunk for chunk in wav.chunks if chunk.id != TOKEN_CHUNK]
-        data_index = next(i for i, chunk in enumerate(chunks) if chunk.id == b"data")
+        chunks = [chunk for chunk in wav.chunks if chunk.fourcc != TOKEN_CHUNK]
+        data_index = next(i for i, chunk in enumerate(chunks) if chunk.fourcc == b"data")
         chunks.insert(data_index, make_chunk(TOKEN_CHUNK, payload))
         return assemble(chunks, wav.trailer)
 
     def extract_token(self, content: bytes | Media) -> str | None:
         """The first `svct` chunk's text. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
         wav = self.media(content).container
-        chunk = next((chunk for chunk in wav.chunks if chunk.id == TOKEN_CHUNK), None)
+        chunk = next((chunk for chunk in wav.chunks if chunk.fourcc == TOKEN_CHUNK), None)
         if chunk is None:
             return None
         try:
-            return bytes(chunk.payload).decode("ascii") or None
+            return chunk.payload.decode("ascii") or None
         except UnicodeDecodeError:
             raise CorruptMedia("the WAV token chunk is not ASCII") from None
 
     def strip_token(self, content: bytes | Media) -> bytes:
         """The file without any `svct` chunk, rebuilt with valid sizes and pad bytes."""
         wav = self.media(content).container
-        return assemble([chunk for chunk in wav.chunks if chunk.id != TOKEN_CHUNK], wav.trailer)
+        return assemble([chunk for chunk in wav.chunks if chunk.fourcc != TOKEN_CHUNK], wav.trailer)
 
     def decode(self, media: Media) -> np.ndarray:
         wav = media.container
-        sound = next(chunk for chunk in wav.chunks if chunk.id == b"data")
-        return decode_pcm(sound.payload, wav.format, wav.frames)
+        sound = next(chunk for chunk in wav.chunks if chunk.fourcc == b"data")
+        return decode_pcm(sound.payload_view, wav.format, wav.frames)
 
     def decode_window(self, media: Media, start: int, frames: int) -> np.ndarray:
         """Only those frames' bytes of the data chunk are converted."""
         wav = media.container
-        sound = next(chunk for chunk in wav.chunks if chunk.id == b"data")
+        sound = next(chunk for chunk in wav.chunks if chunk.fourcc == b"data")
         block = wav.format.block_align
-        return decode_pcm(sound.payload[start * block : (start + frames) * block], wav.format, frames)
+        return decode_pcm(sound.payload_view[start * block : (start + frames) * block], wav.format, frames)
 
     def decode_blocks(self, media: Media) -> Iterator[np.ndarray]:
         """The data chunk converted BLOCK_FRAMES frames at a time."""
@@ -255,10 +221,10 @@ class WavCodec(AudioCodec):
         into one buffer as the blocks come: the file's bytes are the only full-length copy."""
         wav = media.container
         out = io.BytesIO()
-        out.write(b"RIFF\0\0\0\0WAVE")
+        out.write(riff.header(FORM.form_type, 0))
         frames, patches = 0, []  # (where, what to write there) once the frame count is known
         for chunk in wav.chunks:
-            if chunk.id == b"data":
+            if chunk.fourcc == b"data":
                 out.write(b"data\0\0\0\0")
                 size_at = out.tell() - 4
                 for block in blocks:
@@ -268,11 +234,11 @@ class WavCodec(AudioCodec):
                 out.write(b"\0" * (size % 2))
                 patches.append((size_at, size))
             else:
-                if chunk.id == b"fact" and chunk.size >= 4:  # dwSampleLength: frames per channel
+                if chunk.fourcc == b"fact" and chunk.size >= 4:  # dwSampleLength: frames per channel
                     patches.append((out.tell() + 8, None))
                 out.write(chunk.padded)
         out.write(wav.trailer)
-        patches.append((4, out.tell() - 8))
+        patches.append((riff.SIZE_AT, out.tell() - 8))
         for where, value in patches:
             out.seek(where)
             out.write((frames if value is None else value).to_bytes(4, "little"))

@@ -4,7 +4,6 @@ validate an upstream manifest to carry it as our parent ingredient.
 Pure like the rest of media_codecs: the signing and verifying keys come in as callables.
 """
 
-from media_codecs.c2pa.carriers import FORMATS
 from media_codecs.c2pa.certificate import self_signed_certificate
 from media_codecs.c2pa.manifest import ManifestFacts, build_store, embed, embed_jpeg, embed_png, strip_manifest
 from media_codecs.c2pa.reading import ReadManifest, Verification, check_manifest, read_manifest, verify_manifest
@@ -16,7 +15,6 @@ from media_codecs.c2pa.upstream import (
 )
 
 __all__ = [
-    "FORMATS",
     "MAX_UPSTREAM_STORE_BYTES",
     "ManifestFacts",
     "ReadManifest",

@@ -1,17 +1,20 @@
 """Where a C2PA manifest store travels in a file: JPEG APP11 segments and the PNG `caBX` chunk.
 
-Each carrier finds, strips and inserts the store, keeping every other byte of the file as it was
-(the segment and chunk lists of `image.jpeg` / `image.png`). Insertion happens at one offset of
-the stripped file, so the file minus the inserted bytes is the stripped file: that is what the
-`c2pa.hash.data` exclusion relies on (docs/decisions.md, "C2PA embed").
+A codec names its format's carrier (`Codec.c2pa_carrier`, None for a format that carries no store here);
+`carrier_for` asks the codec that detects the file. Each carrier finds, strips and inserts the store,
+keeping every other byte of the file as it was (the segment and chunk lists of `image.jpeg` / `image.png`).
+Insertion happens at one offset of the stripped file, so the file minus the inserted bytes is the stripped
+file: that is what the `c2pa.hash.data` exclusion relies on (docs/decisions.md, "C2PA embed").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import jpeg, png
+from media_codecs.registry import detect
 
 _APP0 = 0xE0
 _BOX_INSTANCE = b"\x02\x11"  # the En c2pa-rs writes; the same in every segment of the store
@@ -27,6 +30,27 @@ class Found:
     store: bytes
     start: int
     length: int
+
+
+class Carrier(Protocol):
+    """How one format's files carry a C2PA manifest store."""
+
+    mime_type: str
+
+    def find(self, data: bytes) -> Found | None:
+        """The store in `data` and the range that carries it, or None. Raises CodecError."""
+
+    def strip(self, data: bytes) -> bytes:
+        """`data` without any store (the same bytes when there is none). Raises CodecError."""
+
+    def insert_offset(self, stripped: bytes) -> int:
+        """Where the store goes in the stripped file. Raises CodecError."""
+
+    def wrapped(self, store: bytes) -> bytes:
+        """The store as the format's segments or chunks. Raises MediaTooLarge."""
+
+    def wrapped_size(self, store_size: int) -> int:
+        """The length of `wrapped` for a store of `store_size` bytes."""
 
 
 class JpegCarrier:
@@ -134,13 +158,17 @@ class PngCarrier:
         return store_size + 12
 
 
-CARRIERS = {b"\xff\xd8": JpegCarrier(), png.SIGNATURE[:2]: PngCarrier()}
-FORMATS = ("jpeg", "png")  # the codec formats whose files carry a C2PA manifest store here
+JPEG_CARRIER = JpegCarrier()
+PNG_CARRIER = PngCarrier()
 
 
-def carrier_for(data: bytes) -> JpegCarrier | PngCarrier:
-    """The carrier for a JPEG or PNG file. Raises UnsupportedFormat for anything else."""
-    carrier = CARRIERS.get(bytes(data[:2]))
+def carrier_for(data: bytes) -> Carrier:
+    """The carrier of the file's format (`Codec.c2pa_carrier`). Raises UnsupportedFormat for a format
+    that carries no store."""
+    try:
+        carrier = detect(data).c2pa_carrier
+    except UnsupportedFormat:
+        carrier = None
     if carrier is None:
         raise UnsupportedFormat("C2PA manifests are embedded in JPEG and PNG files only")
     return carrier

@@ -52,7 +52,6 @@ UPDATE_MANIFEST_UUID = _uuid(b"c2um")
 MANIFEST_UUIDS = (MANIFEST_UUID, UPDATE_MANIFEST_UUID)
 ASSERTION_STORE_UUID = _uuid(b"c2as")
 CBOR_UUID = _uuid(b"cbor")
-JSON_UUID = _uuid(b"json")
 CLAIM_UUID = _uuid(b"c2cl")
 SIGNATURE_UUID = _uuid(b"c2cs")
 
@@ -105,14 +104,14 @@ def embed(data: bytes, facts: ManifestFacts, sign: Signer, parent: UpstreamManif
 
 def embed_jpeg(data: bytes, store: bytes) -> bytes:
     """Splice a ready store into a JPEG as APP11 segments, replacing any store. Raises CodecError."""
-    carrier = carriers.JpegCarrier()
+    carrier = carriers.JPEG_CARRIER
     stripped = carrier.strip(data)
     return carriers.splice(stripped, carrier.insert_offset(stripped), carrier.wrapped(store))
 
 
 def embed_png(data: bytes, store: bytes) -> bytes:
     """Splice a ready store into a PNG as a `caBX` chunk before IDAT, replacing any store. Raises CodecError."""
-    carrier = carriers.PngCarrier()
+    carrier = carriers.PNG_CARRIER
     stripped = carrier.strip(data)
     return carriers.splice(stripped, carrier.insert_offset(stripped), carrier.wrapped(store))
 

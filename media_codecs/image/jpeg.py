@@ -28,6 +28,8 @@ from media_codecs.image.base import ImageCodec
 if TYPE_CHECKING:
     from PIL import Image
 
+    from media_codecs.c2pa.carriers import Carrier
+
 _SOI = b"\xff\xd8"
 _SOS, _EOI, _COM, _APP0, _APP1, _APP11, _APP14 = 0xDA, 0xD9, 0xFE, 0xE0, 0xE1, 0xEB, 0xEE
 # T.81 table E.1: markers without a length field (TEM, RSTn); SOI/EOI are handled apart.
@@ -206,6 +208,13 @@ class JpegCodec(ImageCodec):
     pillow_format = "JPEG"
     magic = ((0, b"\xff\xd8\xff"),)  # SOI, then the 0xFF of the first marker
     max_sign_pixels = 25_000_000  # a 6000 x 4000 camera frame
+
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """The store travels in APP11 segments; the C2PA package is imported when a manifest is first met."""
+        from media_codecs.c2pa.carriers import JPEG_CARRIER
+
+        return JPEG_CARRIER
 
     def parse(self, data: bytes) -> JpegContainer:
         return parse(data)

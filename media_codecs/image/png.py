@@ -26,6 +26,8 @@ from media_codecs.image.base import ImageCodec
 if TYPE_CHECKING:
     from PIL import Image
 
+    from media_codecs.c2pa.carriers import Carrier
+
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # XMP Specification Part 3, 1.1.5: iTXt, this keyword, and the packet as the text.
 XMP_KEYWORD = b"XML:com.adobe.xmp"
@@ -181,6 +183,13 @@ class PngCodec(ImageCodec):
     pillow_format = "PNG"
     magic = ((0, SIGNATURE),)
     max_sign_pixels = 16_777_216  # 4096 x 4096
+
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """The store travels in a `caBX` chunk; the C2PA package is imported when a manifest is first met."""
+        from media_codecs.c2pa.carriers import PNG_CARRIER
+
+        return PNG_CARRIER
 
     def parse(self, data: bytes) -> tuple[list[Chunk], memoryview]:
         return parse_chunks(data)

@@ -15,14 +15,14 @@ frame of an animation.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from media_codecs import xmp
+from media_codecs import riff, xmp
 from media_codecs.base import Media
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import pixels, vp8
 from media_codecs.image.base import ImageCodec
+from media_codecs.riff import Chunk, make_chunk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,30 +40,8 @@ _MIN_LOSSY_QUALITY = 60
 _FALLBACK_QUALITY = 90
 MAX_CHUNKS = 65_536
 MAX_METADATA_CHUNKS = 1_024  # chunks other than animation frames: a still has at most six
-
-
-@dataclass(frozen=True)
-class Chunk:
-    fourcc: bytes
-    raw: bytes | memoryview  # FourCC, size, payload and padding byte as read
-
-    @property
-    def size(self) -> int:
-        return int.from_bytes(self.raw[4:8], "little")
-
-    @property
-    def payload(self) -> bytes:
-        return bytes(self.raw[8 : 8 + self.size])
-
-    def head(self, length: int) -> bytes:
-        """The first `length` bytes of the payload, without copying the rest."""
-        return bytes(self.raw[8 : 8 + min(length, self.size)])
-
-
-def make_chunk(fourcc: bytes, payload: bytes) -> Chunk:
-    """Build a chunk; an odd-sized payload gets the zero padding byte RIFF requires."""
-    padding = b"\x00" if len(payload) % 2 else b""
-    return Chunk(fourcc, fourcc + len(payload).to_bytes(4, "little") + payload + padding)
+FORM = riff.Form(b"WEBP", "WebP", "the WebP RIFF size runs past the end of the file",
+                 "a WebP chunk runs past the end of the file")
 
 
 def parse_chunks(data: bytes) -> tuple[list[Chunk], memoryview]:
@@ -72,12 +50,10 @@ def parse_chunks(data: bytes) -> tuple[list[Chunk], memoryview]:
     Raises UnsupportedFormat when `data` is not a WebP, CorruptMedia when truncated,
     MediaTooLarge past MAX_CHUNKS.
     """
-    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WEBP":
+    if not riff.is_form(data, FORM.form_type):
         raise UnsupportedFormat("not a WebP file")
-    end = 8 + int.from_bytes(data[4:8], "little")
-    if end > len(data) or end < 12:
-        raise CorruptMedia("the WebP RIFF size runs past the end of the file")
-    chunks = _read_chunks(memoryview(data), 12, end)
+    end = riff.payload_end(data, FORM)
+    chunks = _read_chunks(memoryview(data), riff.HEADER_BYTES, end)
     if not chunks or chunks[0].fourcc not in (b"VP8X", *_IMAGE_CHUNKS):
         raise CorruptMedia("the WebP starts with neither VP8X nor an image chunk")
     if chunks[0].fourcc == b"VP8X" and chunks[0].size < 10:
@@ -88,20 +64,11 @@ def parse_chunks(data: bytes) -> tuple[list[Chunk], memoryview]:
 def _read_chunks(view: memoryview, position: int, end: int) -> list[Chunk]:
     chunks: list[Chunk] = []
     frames = 0
-    while position < end:
+    for chunk in riff.chunks(view, position, end, FORM):
         if len(chunks) >= MAX_CHUNKS or len(chunks) - frames > MAX_METADATA_CHUNKS:
             raise MediaTooLarge(f"the WebP has more than {MAX_CHUNKS} chunks, or {MAX_METADATA_CHUNKS} besides frames")
-        if position + 8 > end:
-            raise CorruptMedia("a WebP chunk header is truncated")
-        size = int.from_bytes(view[position + 4 : position + 8], "little")
-        payload_end = position + 8 + size
-        if payload_end > end:
-            raise CorruptMedia("a WebP chunk runs past the end of the file")
-        chunk_end = min(payload_end + size % 2, end)  # some writers drop the last padding byte
-        fourcc = bytes(view[position : position + 4])
-        chunks.append(Chunk(fourcc, view[position:chunk_end]))
-        frames += fourcc == b"ANMF"
-        position = chunk_end
+        chunks.append(chunk)
+        frames += chunk.fourcc == b"ANMF"
     return chunks
 
 
@@ -116,9 +83,9 @@ def _frame_chunks(anmf: Chunk) -> list[Chunk]:
 
 
 def assemble(chunks: list[Chunk], trailer: bytes | memoryview = b"") -> bytes:
-    """Join chunks into a RIFF file with the right size field."""
-    body = b"WEBP" + b"".join(chunk.raw for chunk in chunks)
-    return b"RIFF" + len(body).to_bytes(4, "little") + body + trailer
+    """Join chunks into a RIFF file with the right size field; the chunks' bytes are kept as read (a last
+    chunk without its pad byte stays so: a simple file strips back to its original bytes)."""
+    return riff.assemble(FORM.form_type, (chunk.raw for chunk in chunks), trailer)
 
 
 def bitstream_info(chunk: Chunk) -> tuple[int, int, bool]:

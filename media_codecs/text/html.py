@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Codec, Media, Work
-from media_codecs.text import utf8, zerowidth
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media
+from media_codecs.text import zerowidth
+from media_codecs.text.base import Utf8TextCodec, head_text
 
 META_NAME = "provenance-token"
 _TOKEN = r"svc_[A-Za-z0-9_.-]{1,124}"
@@ -157,26 +158,21 @@ def splice(text: str, insertions: list[tuple[int, str]]) -> str:
     return "".join(pieces)
 
 
-class HtmlCodec(Codec):
+class HtmlCodec(Utf8TextCodec):
     format = "html"
-    family = "text"
     mime_type = "text/html; charset=utf-8"
     token_source = "metadata"  # addendum 5: an HTML meta element
-    can_watermark = True
+    document_name = "HTML document"  # parsed to its text; the markup is scanned only to sign (reading needs regexes)
 
     def score(self, head: bytes) -> int:
         """SCORE_MAGIC for a doctype or `<html>` first, SCORE_WEAK for other markup near the start."""
-        text = utf8.head_text(head)
+        text = head_text(head)
         if not text:
             return SCORE_NONE
         if _HTML_SIGNATURE.match(text):
             return SCORE_MAGIC
         return SCORE_WEAK if _HTML_HINT.search(text[:1024]) and text.lstrip("\ufeff \t\r\n").startswith("<") \
             else SCORE_NONE
-
-    def parse(self, data: bytes) -> str:
-        """The document's text. The scan of its markup waits for signing: reading needs only regexes."""
-        return utf8.decode(data, "HTML document")
 
     def watermark_possible(self, content: bytes | Media) -> bool:
         media = self.media(content)
@@ -191,12 +187,6 @@ class HtmlCodec(Codec):
         document = media.cached("scan", lambda: scan(unmarked))
         run = zerowidth.run_for(mark_id)
         return splice(unmarked, [(site, run) for site in mark_sites(document)]).encode("utf-8")
-
-    def decode_work(self, content: bytes | Media) -> Work:
-        return utf8.text_work(self.media(content), zerowidth.ALPHABET)
-
-    def extract_watermark(self, content: bytes | Media) -> int | None:
-        return zerowidth.extract(self.media(content).container)
 
     def embed_token(self, content: bytes | Media, token: str) -> bytes:
         """Our meta element after `<head>` (or where the head would begin), replacing ours. ValueError for

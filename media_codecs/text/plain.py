@@ -9,23 +9,20 @@ the text exactly as it was submitted: a BOM and CRLF line ends included.
 
 from __future__ import annotations
 
-from media_codecs.base import SCORE_FALLBACK, SCORE_NONE, Codec, Media, Work
-from media_codecs.text import utf8, zerowidth
+from media_codecs.base import SCORE_FALLBACK, SCORE_NONE, Media
+from media_codecs.text import zerowidth
+from media_codecs.text.base import Utf8TextCodec, head_text
 
 
-class PlainTextCodec(Codec):
+class PlainTextCodec(Utf8TextCodec):
     format = "txt"
-    family = "text"
     mime_type = "text/plain; charset=utf-8"
-    can_watermark = True
     carries_token = False
+    document_name = "text"
 
     def score(self, head: bytes) -> int:
         """SCORE_FALLBACK for any UTF-8 text without binary control characters: it could be, nothing says so."""
-        return SCORE_FALLBACK if head and utf8.head_text(head) is not None else SCORE_NONE
-
-    def parse(self, data: bytes) -> str:
-        return utf8.decode(data, "text")
+        return SCORE_FALLBACK if head and head_text(head) is not None else SCORE_NONE
 
     def watermark_possible(self, content: bytes | Media) -> bool:
         text = self.media(content).container
@@ -33,12 +30,6 @@ class PlainTextCodec(Codec):
 
     def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
         return zerowidth.embed(self.media(content).container, mark_id).encode("utf-8")
-
-    def decode_work(self, content: bytes | Media) -> Work:
-        return utf8.text_work(self.media(content), zerowidth.ALPHABET)
-
-    def extract_watermark(self, content: bytes | Media) -> int | None:
-        return zerowidth.extract(self.media(content).container)
 
     def embed_token(self, content: bytes | Media, token: str) -> bytes:
         """Plain text carries no token: the content comes back as it is."""

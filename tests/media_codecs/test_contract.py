@@ -91,3 +91,13 @@ def test_the_hashed_parts_are_the_stripped_bytes(case) -> None:
     codec, sample = case
     signed = codec.open(codec.embed_token(sample, TOKEN)) if codec.carries_token else codec.open(sample)
     assert b"".join(bytes(part) for part in codec.hashed_parts(signed)) == codec.strip_token(signed)
+
+
+def test_every_codec_stands_on_its_familys_base_class() -> None:
+    from media_codecs.audio.base import AudioCodec
+    from media_codecs.image.base import ImageCodec
+    from media_codecs.text.base import TextCodec
+    from media_codecs.video.base import VideoCodec
+
+    bases = {"image": ImageCodec, "audio": AudioCodec, "text": TextCodec, "video": VideoCodec}
+    assert [codec.format for codec in registered_codecs() if not isinstance(codec, bases[codec.family])] == []

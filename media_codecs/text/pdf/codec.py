@@ -5,16 +5,16 @@ from __future__ import annotations
 import re
 
 from media_codecs import xmp
-from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Codec, Media, Work, file_units
+from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media, Work, file_units
+from media_codecs.text.base import TextCodec
 from media_codecs.text.pdf.document import HEADER, HEADER_WINDOW, Document, read_document
 from media_codecs.text.pdf.update import compose_update, without_our_update
 
 _VERSIONED_HEADER = re.compile(rb"%PDF-\d\.\d")
 
 
-class PdfCodec(Codec):
+class PdfCodec(TextCodec):
     format = "pdf"
-    family = "text"
     mime_type = "application/pdf"
     token_source = "xmp"
     can_watermark = False  # the zero-width text mark is for plain text and HTML only

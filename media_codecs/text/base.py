@@ -1,12 +1,20 @@
-"""UTF-8 text as the text codecs take it: strict decoding, no binary, a head that may end mid-character."""
+"""What the text formats share: the family, and for the formats read as UTF-8 characters (plain text, HTML)
+strict decoding, detection on a head that may end mid-character, and the zero-width mark in their text.
+
+A format module knows its own container: where the token goes (HTML's meta element, PDF's XMP metadata
+stream, nowhere in plain text) and where the mark's runs may go. PDF is text by family but binary by
+container: it shares the family alone.
+"""
 
 from __future__ import annotations
 
 import codecs
 import re
+from typing import ClassVar
 
-from media_codecs.base import Media, Work, file_units
+from media_codecs.base import Codec, Media, Work, file_units
 from media_codecs.errors import UnsupportedFormat
+from media_codecs.text import zerowidth
 
 # C0 controls a text file does not hold (tab, line feed, vertical tab, form feed and carriage return
 # are fine); one of these in the head means binary content.
@@ -42,3 +50,27 @@ def text_work(media: Media, invisible: str) -> Work:
     characters = len(text)
     marks = sum(text.count(ch) for ch in invisible)
     return Work(media.family, characters, "characters", file_units(media.data) + characters / 2e6 + marks / 250_000)
+
+
+class TextCodec(Codec):
+    """A text format: PDF, HTML or plain text."""
+
+    family = "text"
+
+
+class Utf8TextCodec(TextCodec):
+    """A text format whose container is its UTF-8 characters: parsed to the decoded text, marked with
+    zero-width runs in it (media_codecs.text.zerowidth), read by counting them."""
+
+    can_watermark = True
+    document_name: ClassVar[str]  # what errors call the content ("text", "HTML document")
+
+    def parse(self, data: bytes) -> str:
+        """The decoded text. Raises UnsupportedFormat for bytes that are not UTF-8 text."""
+        return decode(data, self.document_name)
+
+    def decode_work(self, content: bytes | Media) -> Work:
+        return text_work(self.media(content), zerowidth.ALPHABET)
+
+    def extract_watermark(self, content: bytes | Media) -> int | None:
+        return zerowidth.extract(self.media(content).container)
