@@ -1,6 +1,7 @@
 """Direct access to the Redis client behind Django's cache, for the per-request hot path.
 
-Django's RedisCache builds a new client object on every call (about 0.3 ms here); the limiter and
+Django's RedisCache builds a new client object on every call, a cost paid on every request
+(docs/performance.md, "Cached keys and the Redis client"); the limiter and
 the JWT blocklist run on every authenticated request, so they reuse one client per process (redis-py
 clients are thread-safe and share the cache's connection pool). Keys still go through the cache's
 own key function, so prefixes and versions match what `cache.get`/`cache.set` use.

@@ -22,11 +22,11 @@ SEED_BYTES = 32
 KEY_ID_HEX_CHARS = 16
 
 # Verification is the hot path (every record lookup verifies a signature); re-parsing
-# the same 1952-byte public key each time is avoidable work, so loaded keys are cached.
-# (Measured on cryptography 50: load ~7 us vs verify ~130 us.)
+# the same 1952-byte public key each time is avoidable work, so loaded keys are cached
+# (docs/performance.md, "Cached keys and the Redis client").
 _PUBLIC_KEY_CACHE_SIZE = 1024
-# Loading a signing key from its seed re-runs ML-DSA key expansion (~130 us, about a
-# fifth of a ~650 us signature); the few active generator keys are kept loaded.
+# Loading a signing key from its seed re-runs ML-DSA key expansion, a good part of what a
+# signature costs; the few active generator keys are kept loaded (same section).
 _PRIVATE_KEY_CACHE_SIZE = 256
 
 
