@@ -12,7 +12,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 
 def documents() -> list[Path]:
-    found = [PROJECT / "README.md", PROJECT / "client" / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
+    found = [PROJECT / "README.md", PROJECT / "client" / "README.md", *sorted((PROJECT / "docs").glob("**/*.md"))]
     found += sorted(PROJECT.glob("bench/**/*.md"))
     return [path for path in found if path.exists()]
 
