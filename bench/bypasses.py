@@ -370,11 +370,9 @@ def sequencer_batch(rounds: int, size: int) -> dict:
 
 def delivery_log(rounds: int, org) -> dict:
     """A delivery round's log writes for one endpoint, as webhooks.delivery makes them (the INSERT built
-    once, then the outcome by executemany, both under `synchronous_commit off`) against plain Django
-    (bulk_create, then an ORM UPDATE per row, in ordinary transactions)."""
+    once, then the outcome by executemany) against plain Django (bulk_create, then an ORM UPDATE per
+    row); both in the same transactions, with `synchronous_commit off`."""
     import uuid
-
-    from django.db import transaction
 
     from tests import factories
     from webhooks import delivery
@@ -392,11 +390,11 @@ def delivery_log(rounds: int, org) -> dict:
         delivery._store(rows)
         delivery._settle([(endpoint, [rows[0].pk], [Outcome(200, "", 5)])], counted=False)
 
-    def plain():
+    def plain():  # the same transactions (synchronous_commit off), ORM statements in them
         rows = [entry()]
-        with transaction.atomic():
+        with delivery._quick_transaction():
             WebhookDelivery.objects.bulk_create(rows)
-        with transaction.atomic():
+        with delivery._quick_transaction():
             for row in rows:
                 WebhookDelivery.objects.filter(pk=row.pk, pending=True).update(
                     status=WebhookDelivery.Status.SUCCESS, response_code=200, latency_ms=5, error="", pending=False)
