@@ -285,7 +285,8 @@ def routes() -> dict:
     assert signed.status_code == 201, signed.content[:300]
     from transparency.services import log_integrate_batch
 
-    log_integrate_batch()  # the signed record gets its index and proof, as the sequencer gives it
+    while log_integrate_batch().integrated:  # the signed record gets its index and proof, as the sequencer gives it
+        pass
     record_id = signed["X-Service-Record-Id"]
     counter = iter(range(10**9))
 
