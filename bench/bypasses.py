@@ -5,7 +5,8 @@ splits, tests/api_chain.py). For each bypass and each route it touches, the bypa
 version alternate request by request, `--rounds` x `--requests` of each (the order flips every round);
 the table gives the medians: CPU time of this process (the database server's work is not in it; the
 wall time is) and wall time. Gain: (plain - bypass) / plain. Rows not on a request route (the
-sequencer, the webhook log, the fingerprint search) time the function itself the same way.
+sequencer, the fingerprint search) time the function itself the same way. Bypasses since removed were
+measured by this file as it was then (docs/architecture.md, "Where we step around Django").
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/h_bypass .venv/bin/python bench/bypasses.py [--rounds 6]
 
@@ -310,7 +311,7 @@ def routes() -> dict:
     assert record().json()["log"]["status"] == "integrated", record().json()["log"]
     expected = {"read": 200, "record": 200, "sign": 201, "insert": 201, "verify": 200}
     calls = {"read": read, "record": record, "sign": sign, "insert": insert, "verify": verify}
-    return {"org": org, **{name: (call, expected[name]) for name, call in calls.items()}}
+    return {name: (call, expected[name]) for name, call in calls.items()}
 
 
 def timed(call, status: int, count: int) -> tuple[list[float], list[float]]:
@@ -365,49 +366,6 @@ def sequencer_batch(rounds: int, size: int) -> dict:
                 samples[variant][0].append(time.process_time() - cpu_start)
                 samples[variant][1].append(time.perf_counter() - wall_start)
                 transaction.set_rollback(True)
-    return {variant: (statistics.median(cpu) * 1000, statistics.median(wall) * 1000)
-            for variant, (cpu, wall) in samples.items()}
-
-
-def delivery_log(rounds: int, org) -> dict:
-    """A delivery round's log writes for one endpoint, as webhooks.delivery makes them (the INSERT built
-    once, then the outcome by executemany) against plain Django (bulk_create, then an ORM UPDATE per
-    row); both in the same transactions, with `synchronous_commit off`."""
-    import uuid
-
-    from tests import factories
-    from webhooks import delivery
-    from webhooks.models import WebhookDelivery
-    from webhooks.transport import Outcome
-
-    endpoint, _secret = factories.make_webhook(org=org)
-
-    def entry():
-        return WebhookDelivery(pk=uuid.uuid4(), org=org, endpoint=endpoint, event="record.created", payload="{}",
-                               status=WebhookDelivery.Status.FAILED, pending=True)
-
-    def as_is():
-        rows = [entry()]
-        delivery._store(rows)
-        delivery._settle([(endpoint, [rows[0].pk], [Outcome(200, "", 5)])], counted=False)
-
-    def plain():  # the same transactions (synchronous_commit off), ORM statements in them
-        rows = [entry()]
-        with delivery._quick_transaction():
-            WebhookDelivery.objects.bulk_create(rows)
-        with delivery._quick_transaction():
-            for row in rows:
-                WebhookDelivery.objects.filter(pk=row.pk, pending=True).update(
-                    status=WebhookDelivery.Status.SUCCESS, response_code=200, latency_ms=5, error="", pending=False)
-
-    samples = {"bypass": ([], []), "plain": ([], [])}
-    for round_number in range(rounds * 10):
-        order = ("bypass", "plain") if round_number % 2 == 0 else ("plain", "bypass")
-        for variant in order:
-            cpu_start, wall_start = time.process_time(), time.perf_counter()
-            (as_is if variant == "bypass" else plain)()
-            samples[variant][0].append(time.process_time() - cpu_start)
-            samples[variant][1].append(time.perf_counter() - wall_start)
     return {variant: (statistics.median(cpu) * 1000, statistics.median(wall) * 1000)
             for variant, (cpu, wall) in samples.items()}
 
@@ -499,8 +457,6 @@ def main() -> None:
 
         print_row("fingerprint search", f"verify without token or mark, {Fingerprint.objects.count()} values",
                   fingerprint_search(args.rounds))
-    if not args.only or args.only in "webhook delivery log":
-        print_row("webhook delivery log", "a round's log rows, one endpoint", delivery_log(args.rounds, by_name["org"]))
 
 
 if __name__ == "__main__":
