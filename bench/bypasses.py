@@ -417,16 +417,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="records in the sequencer's batch")
     args = parser.parse_args()
 
-    # The per-address verify limit would answer 429 within a minute of requests from one client.
-    env = {**serve.server_env(args.database_url, None), "ALLOWED_HOSTS": "testserver",
-           "VERIFY_RATE_PER_MINUTE": "1000000"}
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    serve.manage(env, "createcachetable")
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    serve.django_in_process(args.database_url)
     from tests.api_chain import split_test_client_chains
 
     split_test_client_chains()
