@@ -68,14 +68,6 @@ logconfig_dict = {
 control_socket_disable = True
 
 
-def post_fork(server, worker):
-    # Image buffers stay in the worker between requests instead of being faulted in afresh each time
-    # (a third of a verification's CPU): core/allocator.py.
-    from core.allocator import tune_malloc
-
-    tune_malloc()
-
-
 def post_request(worker, req, environ, resp):
     # A large request (a 49-megapixel image) leaves the worker's heap holding its freed buffers: trim it,
     # and a worker still over its idle size asks to be replaced, once this request is done (gunicorn's

@@ -8,7 +8,7 @@ with --large, also a 49-megapixel lossless WebP of one colour (no token: the who
 mark read and its fingerprint computed, and nothing found), the largest picture verification accepts.
 Each verification runs through the whole stack (Django, DRF, the codecs, ML-DSA-65, PostgreSQL) with
 the Django test client. For each file two child processes, one with glibc's malloc as it starts and one
-tuned as a gunicorn worker tunes it (core/allocator.py), time the same requests: median wall and CPU
+tuned as gunicorn workers once tuned it (`tune_malloc`), time the same requests: median wall and CPU
 time, minor page faults, SQL statements (the per-IP limit counts in PostgreSQL here: no Redis), RSS.
 
     .venv/bin/python bench/verify_cost.py [--runs 200] [--large] [--database-url postgres://.../bench]
@@ -31,10 +31,22 @@ from bench.load import reshared as reshared_copy
 from bench.sign_verify import photo
 
 
+def tune_malloc() -> bool:
+    """glibc's thresholds as gunicorn workers once set them (mmap from 16 MB, 32 MB of free heap kept), to
+    measure again what they buy; production leaves malloc as it starts. False where there is no mallopt."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's <malloc.h>
+    return bool(mallopt(m_mmap_threshold, 16 * 2**20)) and bool(mallopt(m_trim_threshold, 32 * 2**20))
+
+
 def measure(database_url: str, runs: int, tuned: bool, file: str) -> dict:
     if tuned:
-        from core.allocator import tune_malloc
-
         assert tune_malloc(), "glibc's mallopt refused the thresholds"
     env = {**serve.server_env(database_url, None), "ALLOWED_HOSTS": "testserver",
            "VERIFY_RATE_PER_MINUTE": "100000000"}

@@ -194,8 +194,9 @@ MIDDLEWARE = [
     "core.middleware.ContentSecurityPolicyMiddleware",
     "core.middleware.RateLimitHeadersMiddleware",
 ]
-# The JSON API under /v1/ (config/wsgi.py): bearer credentials only, no session, cookie or CSRF, so
-# it skips the session, CSRF, user and messages layers the pages need.
+# The JSON API under /v1/ (core/api_chain.py; the test client splits the same way): bearer credentials
+# only, so it skips the session, CSRF, user and messages layers the pages need, and never sets or varies
+# on a cookie, even for a request that carries a browser's.
 API_MIDDLEWARE = [name for name in MIDDLEWARE if name not in (
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -27,6 +27,10 @@ from gunicorn.http.unreader import SocketUnreader
 from gunicorn.http2 import negotiation
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
+# The workers below override gthread's internals (its accept switch, its event loop, TConn): run only on
+# the gunicorn releases they were tested with (tests/core/test_tested_versions.py; pyproject agrees).
+TESTED_VERSIONS = {"gunicorn": ("27.0",)}
+
 # More than any worker count we run; a worker that finds no free slot accepts as stock gthread does.
 SLOTS = 256
 # How many more connections than the least-loaded sibling a worker may hold and still accept: a burst

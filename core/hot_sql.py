@@ -2,9 +2,9 @@
 
 Django compiles a queryset to SQL each time it runs one. For the lookups every authenticated or
 signed request makes (an API key with its organization, a generator key with its generator) that
-compilation cost about 1 ms of CPU, against 0.13 ms for running the same SQL and building the same
-model instances; `bulk_create` of one record or audit event costs the same way (docs/performance.md,
-"Against the bare-stack ceiling"). These statements have a fixed shape, so their SQL is generated from the models' own
+compilation costs more CPU than running the SQL and building the model instances; `bulk_create` of
+a record or an audit event the same way (what each buys on its route: docs/architecture.md, "Where we
+step around Django"). These statements have a fixed shape, so their SQL is generated from the models' own
 metadata on first use and reused. Values go through the same field methods the ORM uses, both ways:
 `get_db_prep_save` in, the backend's and the field's converters out.
 """
@@ -12,6 +12,8 @@ metadata on first use and reused. Values go through the same field methods the O
 from django.db import connections, models
 from django.db.models.expressions import Col
 
+# Model.from_db, Field.get_db_converters and set_cached_value are Django's internals: tested on these releases.
+TESTED_VERSIONS = {"django": ("5.2",)}
 # A statement may bind at most this many parameters (the PostgreSQL protocol's 16-bit count, binding
 # on the server); Django's own batch size does not know it.
 MAX_PARAMETERS = 65535

@@ -3,12 +3,15 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from tests import factories, log_scan
+from tests.api_chain import split_test_client_chains
 
 
 def pytest_configure(config):
     # The secret scan of every log line of the session (tests/log_scan.py).
     if not config.pluginmanager.has_plugin("log_scan"):
         config.pluginmanager.register(log_scan, "log_scan")
+    # /v1/ requests in tests pass API_MIDDLEWARE, as in production (tests/api_chain.py).
+    split_test_client_chains()
 
 
 @pytest.fixture(autouse=True)

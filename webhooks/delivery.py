@@ -43,7 +43,6 @@ from django.utils import timezone
 
 from accounts.models import Organization
 from core.errors import RateLimited
-from core.hot_sql import RowInserter
 from core.sealing import SealedBlobError
 from webhooks import transport
 from webhooks.models import (
@@ -60,7 +59,6 @@ from webhooks.transport import Outcome
 
 logger = logging.getLogger(__name__)
 
-_insert_deliveries = RowInserter(WebhookDelivery).insert  # every round writes the log: SQL built once
 Endpoint = WebhookEndpoint | ActiveEndpoint  # a row (retry) or the organization row's snapshot (rounds)
 # Lanes of one organization running at once in one process: a round to all of its endpoints runs at
 # once, and its hanging endpoints hold no more threads than this.
@@ -394,13 +392,13 @@ def _store(entries: list[WebhookDelivery]) -> set[uuid.UUID]:
     """
     try:
         with _quick_transaction():
-            _insert_deliveries(entries)
+            WebhookDelivery.objects.bulk_create(entries)
         return {entry.pk for entry in entries}
     except IntegrityError:
         asked = {entry.endpoint_id for entry in entries}
         alive = set(WebhookEndpoint.objects.filter(pk__in=asked).values_list("pk", flat=True))
         kept = [entry for entry in entries if entry.endpoint_id in alive]
-        _insert_deliveries(kept)
+        WebhookDelivery.objects.bulk_create(kept)
         return {entry.pk for entry in kept}
 
 
@@ -413,39 +411,30 @@ def _quick_transaction() -> Iterator[None]:
         yield
 
 
-_SETTLE_SQL = (f"UPDATE {WebhookDelivery._meta.db_table} SET status = %s, response_code = %s, "  # noqa: S608
-               "latency_ms = %s, error = %s, pending = %s WHERE id = %s AND pending")
-
-
 def _settle(finished: list[tuple[Endpoint, list[uuid.UUID], list[Outcome]]], *, counted: bool) -> None:
     """Write the outcomes of finished lanes into their rows, then count each endpoint's failures once.
 
-    Only a row still pending is settled (`AND pending`), so an outcome is never written twice, and
+    Only a row still pending is settled (`pending=True` in the filter), so an outcome is never written twice, and
     the count changes in the same transaction as the rows.
     """
     rows = []
     for _, delivery_ids, outcomes in finished:
         for delivery_id, outcome in zip(delivery_ids, outcomes, strict=True):
             status = WebhookDelivery.Status.SUCCESS if outcome.ok else WebhookDelivery.Status.FAILED
-            rows.append((status, outcome.status_code, outcome.latency_ms, outcome.error, False,
-                         _uuid_param(delivery_id)))
+            rows.append((delivery_id, {"status": status, "response_code": outcome.status_code,
+                                       "latency_ms": outcome.latency_ms, "error": outcome.error, "pending": False}))
     by_endpoint: dict[uuid.UUID, tuple[Endpoint, list[Outcome]]] = {}
     for endpoint, _, outcomes in finished:
         by_endpoint.setdefault(endpoint.id, (endpoint, []))[1].extend(outcomes)
     # One transaction: a row's outcome and its count are written together or not at all.
     with _quick_transaction():
-        with connection.cursor() as cursor:
-            cursor.executemany(_SETTLE_SQL, rows)
+        for delivery_id, outcome_fields in rows:
+            WebhookDelivery.objects.filter(pk=delivery_id, pending=True).update(**outcome_fields)
         if counted:
             # Organization rows locked in one order by every writer: two processes' batches cannot deadlock.
             for endpoint, outcomes in sorted(by_endpoint.values(), key=lambda item: (str(item[0].org_id),
                                                                                      str(item[0].id))):
                 _count(endpoint, outcomes)
-
-
-def _uuid_param(value: uuid.UUID):
-    # The id column's own representation: a uuid on PostgreSQL, 32 hex characters on SQLite.
-    return WebhookDelivery._meta.pk.get_db_prep_value(value, connection)
 
 
 def _count(endpoint: Endpoint, outcomes: list[Outcome]) -> None:

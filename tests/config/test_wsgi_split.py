@@ -1,7 +1,7 @@
 """The deployed WSGI application: the API under /v1/ on its short chain, pages on the full one.
 
-Requests go through `config.wsgi.application` itself (the object gunicorn and runserver serve),
-not the test client, which always runs settings.MIDDLEWARE.
+Requests go through `config.wsgi.application` itself (the object gunicorn and runserver serve); the
+test client splits its chain the same way (tests/api_chain.py, tests/core/test_api_chain.py).
 """
 
 import io
