@@ -7,8 +7,8 @@ from drf_spectacular.utils import extend_schema_field
 from core.paging import PageQuery
 from core.validation import serializers
 from media_codecs import FAMILIES
-from provenance import crypto
-from provenance.hashing import is_content_hash
+from record_format import crypto
+from record_format.hashing import is_content_hash
 from transparency.serializers import LogField
 
 PHASH_PATTERN = r"^[0-9a-f]{16}\Z"

@@ -24,10 +24,10 @@ from core.hot_sql import RowInserter
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from media_codecs.c2pa import UpstreamManifest
-from provenance import crypto
 from provenance.models import FingerprintKind, Record, RecordFingerprint, RecordUpstreamManifest
-from provenance.payload import SIGNED_FIELDS, signed_payload_bytes
 from provenance.phash_bands import signed_value
+from record_format import crypto
+from record_format.payload import SIGNED_FIELDS, signed_payload_bytes
 from webhooks.events import events_emit
 
 PARALLEL_VERIFY_MIN = 8  # signatures per thread below which a hand-off costs more than it saves
