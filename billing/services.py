@@ -8,11 +8,11 @@ from django.utils import timezone
 
 from accounts.emails import templated_email_send
 from accounts.models import Organization, Role, User
+from accounts.plans import BILLING_INTERVALS, PLANS, get_plan, upgrade_url
 from audit.models import AuditEvent
 from audit.services import audit_write
 from billing.models import PlanRequest, UsageCounter
 from billing.periods import period_start
-from billing.plans import BILLING_INTERVALS, PLANS, get_plan, upgrade_url
 from billing.selectors import signatures_used_this_month
 from core.errors import Forbidden, NotFound, SignatureLimitReached, ValidationFailed
 from webhooks.events import event_emit

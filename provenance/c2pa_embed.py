@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from django.conf import settings
 
+from accounts.gates import require_feature
 from accounts.models import Organization
-from billing.gates import require_feature
 from core.errors import Forbidden, FormatNotSupported, GeneratorClientManaged, NotFound, ValidationFailed
 from generators.models import GeneratorKey
 from generators.selectors import current_key

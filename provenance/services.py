@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from accounts.gates import require_feature
 from accounts.models import Organization
 from audit.services import audit_write_many
-from billing.gates import require_feature
 from billing.services import usage_consume, usage_refused
 from core.errors import (
     ApiError,
