@@ -8,6 +8,8 @@ and AuditEvent.Type lists them.
 
 from collections.abc import Callable
 
+from accounts.models import User
+
 TWO_FACTOR_ENABLED = "account.two_factor_enabled"
 TWO_FACTOR_DISABLED = "account.two_factor_disabled"
 RECOVERY_CODES_REGENERATED = "account.recovery_codes_regenerated"
@@ -23,7 +25,7 @@ def security_event_writer_register(writer: Callable[..., object]) -> None:
     _writer = writer
 
 
-def security_event_write(*, user, type: str, **metadata) -> None:
+def security_event_write(*, user: User, type: str, **metadata) -> None:
     """Audit `type` in the member's organization, with the member as `actor_id`."""
     if _writer is None:
         raise RuntimeError("No audit writer registered: the audit app is not installed or not ready.")
