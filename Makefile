@@ -46,6 +46,7 @@ test: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 # Everything bench/ imports: the dev extra (its scripts use tests/ helpers), the bench extra (locust,
 # PyWavelets) and the watermark peer invisible-watermark, which declares torch and onnx as dependencies

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from billing.plans import BILLING_INTERVALS, DEFAULT_PLAN, PLAN_NAMES
+from accounts.plans import BILLING_INTERVALS, DEFAULT_PLAN, PLAN_NAMES
 
 
 class OrgScopedQuerySet(models.QuerySet):

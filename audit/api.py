@@ -5,10 +5,10 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.gates import require_feature
 from audit.selectors import audit_events
 from audit.serializers import AuditExportInput, AuditFilterInput, AuditPageOutput, AuditQueryInput
 from audit.streaming import audit_export_response
-from billing.gates import require_feature
 from core.validation import validated_query
 
 

@@ -3,6 +3,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from accounts import security_events
 from accounts.models import Organization, OrgScopedQuerySet
 
 
@@ -25,12 +26,13 @@ class AuditEvent(models.Model):
         # Staff changed the plan (admin or `set_plan`); metadata: plan, billing_interval, the previous
         # ones and `actor`.
         PLAN_CHANGED = "billing.plan_changed"
-        # A member's own sign-in security; metadata carries `actor_id` (the member) and never a code.
-        TWO_FACTOR_ENABLED = "account.two_factor_enabled"
-        TWO_FACTOR_DISABLED = "account.two_factor_disabled"
-        RECOVERY_CODES_REGENERATED = "account.recovery_codes_regenerated"
-        RECOVERY_CODE_USED = "account.recovery_code_used"
-        PASSWORD_CHANGED = "account.password_changed"
+        # A member's own sign-in security (accounts/security_events.py); metadata carries `actor_id` (the
+        # member) and never a code.
+        TWO_FACTOR_ENABLED = security_events.TWO_FACTOR_ENABLED
+        TWO_FACTOR_DISABLED = security_events.TWO_FACTOR_DISABLED
+        RECOVERY_CODES_REGENERATED = security_events.RECOVERY_CODES_REGENERATED
+        RECOVERY_CODE_USED = security_events.RECOVERY_CODE_USED
+        PASSWORD_CHANGED = security_events.PASSWORD_CHANGED
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")

@@ -1,6 +1,6 @@
 """Reads of an organization's audit log, newest first (the index audit_org_newest serves them all)."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
@@ -12,8 +12,6 @@ from accounts.models import Organization, User
 from audit.models import AuditEvent
 from audit.wording import Names
 from core.paging import Page, page_of
-from generators.models import Generator
-from webhooks.models import WebhookEndpoint
 
 # Rows per query of an export: big enough that the per-query cost vanishes, small enough that a page
 # (about 0.5 MB of rows) is nothing beside a worker's resident memory (docs/performance.md, "Audit export").
@@ -49,21 +47,33 @@ def audit_page(*, org: Organization, number: int, per_page: int, filters: AuditF
     return page_of(audit_events(org=org, filters=filters), number=number, per_page=per_page)
 
 
+# Which metadata ids audit_names resolves: key -> (the Names field it fills, the organization's rows, the column
+# shown). Generators and webhook endpoints live in apps above audit, which register theirs in their
+# AppConfig.ready(); members (accounts, below audit) are named here.
+_NAMED_IDS: dict[str, tuple[str, Callable[[Organization], QuerySet], str]] = {
+    "actor_id": ("users", lambda org: User.objects.filter(org=org), "email"),
+}
+
+
+def audit_names_register(*, key: str, names: str, rows: Callable[[Organization], QuerySet], column: str) -> None:
+    """Have audit_names show `column` of `rows(org)` for the ids under metadata `key`, in Names.`names`."""
+    _NAMED_IDS[key] = (names, rows, column)
+
+
 def audit_names(*, org: Organization, events: list[AuditEvent]) -> Names:
     """What the generator, member and webhook ids in `events`' metadata stand for, in the organization.
 
     One query per kind of id present (none when a page names none); ids of other organizations, or
     of rows since deleted, are simply absent.
     """
-    wanted = {"generator_id": set(), "actor_id": set(), "webhook_id": set()}
+    wanted = {key: set() for key in _NAMED_IDS}
     for event in events:
         if isinstance(event.metadata, dict):
             for key, ids in wanted.items():
                 if _is_uuid(event.metadata.get(key)):
                     ids.add(event.metadata[key])
-    return Names(generators=_names(Generator.objects.for_org(org), wanted["generator_id"], "name"),
-                 users=_names(User.objects.filter(org=org), wanted["actor_id"], "email"),
-                 webhooks=_names(WebhookEndpoint.objects.for_org(org), wanted["webhook_id"], "url"))
+    return Names(**{names: _names(rows(org), wanted[key], column)
+                    for key, (names, rows, column) in _NAMED_IDS.items()})
 
 
 def _names(queryset: QuerySet, ids: set[str], field: str) -> dict[str, str]:

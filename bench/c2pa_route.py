@@ -52,7 +52,7 @@ def main() -> None:
 
     from generators.selectors import current_key
     from media_codecs.c2pa import check_manifest, read_manifest, strip_manifest
-    from provenance import crypto
+    from record_format import crypto
     from tests import factories
 
     org = factories.make_org(plan="enterprise", name="bench-c2pa")

@@ -110,7 +110,7 @@ def hashing_ms(repeat: int) -> list[float]:
     from PIL import Image
 
     from media_codecs import open_media
-    from provenance.hashing import content_hash_of_opened
+    from record_format.hashing import content_hash_of_opened
     from tests.media import encode
 
     rng = np.random.default_rng(7)

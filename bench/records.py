@@ -40,7 +40,7 @@ def time_split(singles: list[tuple[str, str]]) -> dict[str, float]:
     from django.db import connection
     from django.test import Client
 
-    from provenance import crypto
+    from record_format import crypto
 
     client, (auth, body) = Client(), singles[0]
     database = {"seconds": 0.0, "queries": 0}

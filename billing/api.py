@@ -6,7 +6,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from billing.plans import PLANS, upgrade_url
+from accounts.plans import PLANS, upgrade_url
 from billing.selectors import usage_for_org
 from billing.serializers import PlanListOutput, UsageOutput
 from core.cors import PublicCors

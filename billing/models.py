@@ -5,7 +5,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import Organization, OrgScopedQuerySet
-from billing.plans import BILLING_INTERVALS, PLAN_NAMES
+from accounts.plans import BILLING_INTERVALS, PLAN_NAMES
 
 
 class UsageCounter(models.Model):

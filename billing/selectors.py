@@ -8,9 +8,9 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Organization
+from accounts.plans import get_plan
 from billing.models import PlanRequest, UsageCounter
 from billing.periods import period_bounds, period_start
-from billing.plans import get_plan
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ from django.utils import timezone
 
 from accounts.emails import templated_email_send
 from accounts.models import Organization, Role, User
+from accounts.plans import BILLING_INTERVALS, PLANS, get_plan, upgrade_url
+from accounts.services import organization_plan_set
 from audit.models import AuditEvent
 from audit.services import audit_write
 from billing.models import PlanRequest, UsageCounter
 from billing.periods import period_start
-from billing.plans import BILLING_INTERVALS, PLANS, get_plan, upgrade_url
 from billing.selectors import signatures_used_this_month
 from core.errors import Forbidden, NotFound, SignatureLimitReached, ValidationFailed
 from webhooks.events import event_emit
@@ -43,7 +44,7 @@ def plan_change(*, org: Organization, plan: str, billing_interval: str | None = 
     with transaction.atomic():
         before = Organization.objects.select_for_update().values("plan", "billing_interval").get(pk=org.pk)
         fields = {"plan": plan, "billing_interval": billing_interval or before["billing_interval"]}
-        Organization.objects.filter(pk=org.pk).update(**fields)
+        organization_plan_set(org=org, **fields)
         if plan != before["plan"]:
             UsageCounter.objects.filter(org=org, period_start=period_start(timezone.now())).update(
                 limit_announced=False)

@@ -5,7 +5,7 @@ The per-IP limits are infrastructure, not billing: `core.throttles`.
 
 from typing import TYPE_CHECKING
 
-from billing.plans import get_plan
+from accounts.plans import get_plan
 from core import ratelimit
 from core.throttles import WindowThrottle
 

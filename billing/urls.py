@@ -3,6 +3,6 @@ from django.urls import path
 from billing import api
 
 urlpatterns = [
-    path("billing/plans", api.PlanCatalogueView.as_view()),
-    path("billing/usage", api.UsageView.as_view()),
+    path("plans", api.PlanCatalogueView.as_view()),
+    path("usage", api.UsageView.as_view()),
 ]

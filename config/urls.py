@@ -3,7 +3,11 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 from rest_framework.renderers import JSONRenderer
 
+from accounts import urls as accounts_urls
 from core.errors import api_not_found
+from generators import urls as generators_urls
+from provenance import urls as provenance_urls
+from verification import urls as verification_urls
 
 
 class ApiDocsView(SpectacularSwaggerSplitView):
@@ -27,16 +31,22 @@ class ApiSchemaView(SpectacularJSONAPIView):
         return super().get_renderers()
 
 
+# Each app's prefix is declared here; an app serving two lists them apart. The routers (generators, webhooks)
+# are included at "": DRF builds a list route without a trailing slash only from the router's own prefix.
 api_v1 = [
-    path("", include("accounts.urls")),
-    path("", include("billing.urls")),
-    path("", include("generators.urls")),
-    path("", include("provenance.urls")),
-    path("", include("audit.urls")),
-    path("", include("verification.urls")),
-    path("", include("teams.urls")),
+    path("auth/", include(accounts_urls.auth)),
+    path("api-keys", include(accounts_urls.api_keys)),
+    path("billing/", include("billing.urls")),
+    path("", include(generators_urls.generators)),
+    path("keys/", include(generators_urls.keys)),
+    path("sign", include(provenance_urls.sign)),
+    path("records", include(provenance_urls.records)),
+    path("audit", include("audit.urls")),
+    path("verify", include(verification_urls.verify)),
+    path("c2pa/", include(verification_urls.c2pa)),
+    path("team/", include("teams.urls")),
     path("", include("webhooks.urls")),
-    path("", include("transparency.urls")),
+    path("log/", include("transparency.urls")),
     path("openapi.json", ApiSchemaView.as_view(), name="openapi-schema"),
     path("docs", ApiDocsView.as_view(url_name="openapi-schema"), name="api-docs"),
     # Last: unknown /v1 paths answer in the error envelope. `[\s\S]`, not `.`, so that a path with an

@@ -7,11 +7,11 @@ from django import forms
 
 from accounts.credentials import normalize_recovery_code
 from accounts.models import Role
+from accounts.plans import BILLING_INTERVALS, PLANS
 from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
 from audit.models import AuditEvent
 from audit.selectors import AuditFilter
 from audit.wording import type_label
-from billing.plans import BILLING_INTERVALS, PLANS
 from generators.serializers import KID_PATTERN
 from media_codecs import FAMILIES
 from teams.serializers import INVITABLE_ROLES

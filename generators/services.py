@@ -15,7 +15,7 @@ from core.keyring import private_key_sealing_ring
 from core.sealing import SealedBlobError, seal, sealed_key_id, unseal
 from generators.models import Generator, GeneratorKey
 from media_codecs import FAMILIES
-from provenance import crypto
+from record_format import crypto
 from webhooks.events import event_emit
 
 logger = logging.getLogger(__name__)

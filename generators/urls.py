@@ -6,7 +6,8 @@ from generators import api
 router = SimpleRouter(trailing_slash=False, use_regex_path=False)
 router.register("generators", api.GeneratorViewSet, basename="generator")
 
-urlpatterns = [
-    *router.urls,
-    path("keys/<uuid:generator_id>", api.PublicKeyView.as_view()),
-]
+# Two prefixes: the router's own (DRF builds "generators" and "generators/<pk>" from it, so config/urls.py
+# includes this list at ""), and keys/, declared where config/urls.py includes it.
+generators = router.urls
+
+keys = [path("<uuid:generator_id>", api.PublicKeyView.as_view())]

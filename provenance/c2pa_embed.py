@@ -7,19 +7,19 @@ from datetime import timedelta
 
 from django.conf import settings
 
+from accounts.gates import require_feature
 from accounts.models import Organization
-from billing.gates import require_feature
 from core.errors import Forbidden, FormatNotSupported, GeneratorClientManaged, NotFound, ValidationFailed
 from generators.models import GeneratorKey
 from generators.selectors import current_key
 from generators.services import generator_signing_seed
 from media_codecs import CodecError, Media, detect
 from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, self_signed_certificate, upstream_from_store
-from provenance import crypto
-from provenance.hashing import content_hash_of_media
 from provenance.models import Record
 from provenance.selectors import record_for_embed, record_token
 from provenance.signing import NO_WATERMARK, codec_errors
+from record_format import crypto
+from record_format.hashing import content_hash_of_media
 
 CLAIM_GENERATOR = "Provenance Service"
 CERTIFICATE_LIFETIME = timedelta(days=3650)  # the key's own life is bounded by rotation and revocation

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from accounts.models import Organization, OrgScopedQuerySet
 from generators.models import Generator, GeneratorKey
-from provenance.payload import SIGNED_FIELDS
+from record_format.payload import SIGNED_FIELDS
 
 
 class FingerprintKind(models.TextChoices):

@@ -1,6 +1,7 @@
 """Reads of records: public ones by id, and the organization's own for the dashboard."""
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -14,7 +15,22 @@ from core.keyring import token_mac_keys
 from core.paging import Page, offset_page, page_of
 from provenance.models import Record
 from provenance.tokens import mint_token, parse_token
-from transparency.selectors import record_log, record_logs
+
+# A record's `log` object (pending, or its index and inclusion proof) is built by the transparency log, which
+# sits above provenance (it reads and numbers the records): it registers its reader in TransparencyConfig.ready().
+_log_reader: Callable[[list[Record]], dict[uuid.UUID, dict]] | None = None
+
+
+def record_log_reader_register(reader: Callable[[list[Record]], dict[uuid.UUID, dict]]) -> None:
+    global _log_reader
+    _log_reader = reader
+
+
+def record_logs(records: list[Record]) -> dict[uuid.UUID, dict]:
+    """Each record's `log` object, by id (the transparency log's `record_logs`: one query at most)."""
+    if _log_reader is None:
+        raise RuntimeError("No transparency log reader registered: the transparency app is not installed or ready.")
+    return _log_reader(records)
 
 
 def record_token(record_id: uuid.UUID) -> str:
@@ -40,7 +56,7 @@ def public_record_detail(*, record_id: uuid.UUID) -> Record:
     """Public: the record as GET /v1/records/:id shows it, with its transparency `log` (one more query
     once it is integrated, none while pending). Raises NotFound."""
     record = public_record_get(record_id=record_id)
-    record.log = record_log(record)
+    record.log = record_logs([record])[record.pk]
     return record
 
 

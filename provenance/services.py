@@ -6,11 +6,11 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 
+from accounts.gates import require_feature
 from accounts.models import Organization
 from audit.services import audit_write_many
-from billing.gates import require_feature
 from billing.services import usage_consume, usage_refused
 from core.errors import (
     ApiError,
@@ -24,10 +24,10 @@ from core.hot_sql import RowInserter
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from media_codecs.c2pa import UpstreamManifest
-from provenance import crypto
 from provenance.models import FingerprintKind, Record, RecordFingerprint, RecordUpstreamManifest
-from provenance.payload import SIGNED_FIELDS, signed_payload_bytes
 from provenance.phash_bands import signed_value
+from record_format import crypto
+from record_format.payload import SIGNED_FIELDS, signed_payload_bytes
 from webhooks.events import events_emit
 
 PARALLEL_VERIFY_MIN = 8  # signatures per thread below which a hand-off costs more than it saves
@@ -240,3 +240,27 @@ def _event_data(record: Record) -> dict:
     return {**_sign_metadata(record), "content_hash": record.content_hash, "watermark_id": record.watermark_id,
             "signed_at": record.signed_at.isoformat().replace("+00:00", "Z")}
 
+
+def record_log_indices_assign(*, record_ids: list, first_index: int) -> None:
+    """Give the records consecutive transparency-log indices from `first_index`, in the caller's transaction
+    (the sequencer's batch); raises RuntimeError, rolling the batch back, if any already had one.
+
+    Raw SQL: one UPDATE for the batch on PostgreSQL (from two arrays) rather than one per record."""
+    pk = Record._meta.pk
+    ids = [pk.get_db_prep_value(record_id, connection) for record_id in record_ids]
+    indices = list(range(first_index, first_index + len(ids)))
+    table = connection.ops.quote_name(Record._meta.db_table)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"UPDATE {table} AS r SET log_index = v.log_index "  # noqa: S608 (a quoted name)
+                           "FROM unnest(%s::uuid[], %s::bigint[]) AS v(id, log_index) "
+                           "WHERE r.id = v.id AND r.log_index IS NULL", [ids, indices])
+            updated = cursor.rowcount
+        else:
+            updated = 0
+            for record_id, index in zip(ids, indices, strict=True):
+                cursor.execute(f"UPDATE {table} SET log_index = %s WHERE id = %s AND log_index IS NULL",  # noqa: S608
+                               [index, record_id])
+                updated += cursor.rowcount
+    if updated != len(ids):
+        raise RuntimeError(f"{len(ids) - updated} records were integrated by someone else; batch rolled back")

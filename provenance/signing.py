@@ -13,12 +13,12 @@ from generators.selectors import generator_for_signing
 from generators.services import generator_signing_seed
 from media_codecs import Codec, CodecError, CorruptMedia, Media, MediaTooLarge, detect
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
-from provenance import crypto
-from provenance.hashing import content_hash_of_media
 from provenance.models import Record
-from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_token
 from provenance.services import RecordDraft, record_create
+from record_format import crypto
+from record_format.hashing import content_hash_of_media
+from record_format.payload import signed_payload_bytes
 
 # The signed `watermark_id` of content whose format carries no watermark (video: a fingerprint only).
 NO_WATERMARK = "none"

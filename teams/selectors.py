@@ -6,7 +6,7 @@ from django.db.models import Count, Q, QuerySet
 
 from accounts.credentials import digest
 from accounts.models import Organization, Role, User
-from billing.plans import get_plan
+from accounts.plans import get_plan
 from core.errors import Forbidden, NotFound
 from teams.models import Invite
 

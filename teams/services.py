@@ -14,11 +14,11 @@ from django.utils import timezone
 
 from accounts import services as accounts_services
 from accounts.credentials import digest, new_url_token
+from accounts.gates import owner_email_verified
 from accounts.models import Organization, OrgScopedQuerySet, Role, User, normalize_email
+from accounts.plans import get_plan
 from audit.models import AuditEvent
 from audit.services import audit_write
-from billing.gates import owner_email_verified
-from billing.plans import get_plan
 from core.errors import (
     AlreadyMember,
     CannotRemoveSelf,

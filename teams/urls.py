@@ -12,14 +12,14 @@ invite_list = api.InviteViewSet.as_view({"get": "list", "post": "create"})
 invite_detail = api.InviteViewSet.as_view({"delete": "destroy"})
 
 urlpatterns = [
-    path("team/members", member_list),
-    path("team/members/me/api-keys", my_api_keys),
-    path("team/members/<uuid:user_id>", member_detail),
-    path("team/members/<uuid:user_id>/role", member_role),
-    path("team/members/<uuid:user_id>/api-keys", member_api_keys),
-    path("team/members/<uuid:user_id>/api-keys/<uuid:key_id>", member_api_key_detail),
-    path("team/invites", invite_list),
-    path("team/invites/<uuid:invite_id>", invite_detail),
-    path("team/invites/<str:token>/preview", api.InvitePreviewView.as_view()),
-    path("team/invites/<str:token>/accept", api.InviteAcceptView.as_view()),
+    path("members", member_list),
+    path("members/me/api-keys", my_api_keys),
+    path("members/<uuid:user_id>", member_detail),
+    path("members/<uuid:user_id>/role", member_role),
+    path("members/<uuid:user_id>/api-keys", member_api_keys),
+    path("members/<uuid:user_id>/api-keys/<uuid:key_id>", member_api_key_detail),
+    path("invites", invite_list),
+    path("invites/<uuid:invite_id>", invite_detail),
+    path("invites/<str:token>/preview", api.InvitePreviewView.as_view()),
+    path("invites/<str:token>/accept", api.InviteAcceptView.as_view()),
 ]

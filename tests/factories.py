@@ -49,7 +49,7 @@ def make_client_generator(*, org: Organization, name: str = "client-gen"):
     import base64
 
     from generators.services import SuppliedPublicKey, generator_register
-    from provenance import crypto
+    from record_format import crypto
 
     seed, public = crypto.generate_keypair()
     generator = generator_register(org=org, name=name, supported_formats=None,
@@ -65,9 +65,9 @@ def record_body(*, generator, seed: bytes, content: bytes = b"content", model: s
     """A POST /v1/records body signed with `seed` exactly as a client-managed caller would."""
     import base64
 
-    from provenance import crypto
-    from provenance.hashing import content_hash_of
-    from provenance.payload import signed_payload_bytes
+    from record_format import crypto
+    from record_format.hashing import content_hash_of
+    from record_format.payload import signed_payload_bytes
 
     payload = {"content_hash": content_hash_of(content), "generator_id": str(generator.pk), "model": model,
                "watermark_id": watermark_id}

@@ -12,7 +12,7 @@ import base64
 import json
 from datetime import UTC, datetime
 
-from provenance.payload import SIGNED_FIELDS
+from record_format.payload import SIGNED_FIELDS
 
 MAX_ENTRY_BYTES = 0xFFFF  # entry bundles prefix each entry with a big-endian uint16 length
 

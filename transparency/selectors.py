@@ -13,7 +13,7 @@ from django.db import connection
 
 from core.errors import NotFound, ValidationFailed
 from provenance.models import Record
-from provenance.payload import SIGNED_FIELDS
+from record_format.payload import SIGNED_FIELDS
 from transparency import merkle
 from transparency.entries import entry_bundle, entry_bytes
 from transparency.keys import log_signers

@@ -1,26 +1,5 @@
-from drf_spectacular.utils import extend_schema_field
-
 from core.validation import serializers
-
-
-class LogOutput(serializers.Serializer):
-    """A record's place in the transparency log: `pending` until the sequencer integrates it."""
-
-    status = serializers.ChoiceField(choices=["pending", "integrated"])
-    index = serializers.IntegerField(required=False, help_text="The record's leaf index.")
-    tree_size = serializers.IntegerField(required=False, help_text="The size of the tree the proof is against.")
-    inclusion_proof = serializers.ListField(
-        child=serializers.CharField(), required=False,
-        help_text="RFC 9162 inclusion path, base64 SHA-256 hashes, leaf side first.")
-    checkpoint = serializers.CharField(required=False, help_text="The signed checkpoint note of `tree_size`.")
-
-
-@extend_schema_field(LogOutput(allow_null=True))
-class LogField(serializers.Field):
-    """The `log` object as the transparency selectors build it (pending has only `status`)."""
-
-    def to_representation(self, value: dict | None) -> dict | None:
-        return value
+from provenance.serializers import LogOutput
 
 
 class RecordInclusionOutput(LogOutput):

@@ -13,10 +13,11 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from provenance.models import Record
+from provenance.services import record_log_indices_assign
 from transparency import merkle, note
 from transparency.keys import log_signers
 from transparency.models import LogState, LogTile
@@ -103,34 +104,12 @@ def _append(state: LogState, pending: list[tuple]) -> tuple[int, bytes]:
     edge = {(level, index): bytes(hashes) for level, index, hashes
             in LogTile.objects.filter(width__lt=TILE_WIDTH).values_list("level", "index", "hashes")}
     appended = append_leaves(state.tree_size, edge_tiles(state.tree_size, edge), leaves)
-    _assign_indices([row[0] for row in pending], first_index=state.tree_size)
+    record_log_indices_assign(record_ids=[row[0] for row in pending], first_index=state.tree_size)
     LogTile.objects.bulk_create(
         [LogTile(level=level, index=index, width=len(hashes) // merkle.HASH_BYTES, hashes=hashes)
          for (level, index), hashes in appended.tiles.items()],
         update_conflicts=True, unique_fields=["level", "index"], update_fields=["width", "hashes"])
     return appended.tree_size, merkle.root_hash(appended.tree_size, TileReader({**edge, **appended.tiles}).node)
-
-
-def _assign_indices(record_ids: list, *, first_index: int) -> None:
-    """Give the records consecutive indices; fails (rolling the batch back) if any already had one."""
-    pk = Record._meta.pk
-    ids = [pk.get_db_prep_value(record_id, connection) for record_id in record_ids]
-    indices = list(range(first_index, first_index + len(ids)))
-    table = connection.ops.quote_name(Record._meta.db_table)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"UPDATE {table} AS r SET log_index = v.log_index "  # noqa: S608 (a quoted name)
-                           "FROM unnest(%s::uuid[], %s::bigint[]) AS v(id, log_index) "
-                           "WHERE r.id = v.id AND r.log_index IS NULL", [ids, indices])
-            updated = cursor.rowcount
-        else:
-            updated = 0
-            for record_id, index in zip(ids, indices, strict=True):
-                cursor.execute(f"UPDATE {table} SET log_index = %s WHERE id = %s AND log_index IS NULL",  # noqa: S608
-                               [index, record_id])
-                updated += cursor.rowcount
-    if updated != len(ids):
-        raise RuntimeError(f"{len(ids) - updated} records were integrated by someone else; batch rolled back")
 
 
 def _checkpoint_sign(state: LogState) -> None:

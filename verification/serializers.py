@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 
 from core.openapi import BASE64_PATTERN
 from core.validation import serializers
-from transparency.serializers import LogField
+from provenance.serializers import LogField
 from verification.soft_binding import ALGORITHMS
 from verification.summary import summary
 

@@ -23,13 +23,13 @@ from media_codecs import CodecError, Media, MediaTooLarge, open_media
 from media_codecs.base import file_units
 from media_codecs.c2pa import ReadManifest, check_manifest, read_manifest
 from media_codecs.c2pa.manifest import COSE_ALG_ML_DSA_65
-from provenance import crypto
-from provenance.hashing import content_hash_of_opened
 from provenance.models import Record
-from provenance.payload import signed_payload_bytes
 from provenance.selectors import record_id_from_token
 from provenance.services import record_keep_mark_in_file
 from provenance.tokens import InvalidToken
+from record_format import crypto
+from record_format.hashing import content_hash_of_opened
+from record_format.payload import signed_payload_bytes
 from transparency.selectors import record_logs
 from verification import selectors
 from webhooks.events import events_emit

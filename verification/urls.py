@@ -2,10 +2,14 @@ from django.urls import path
 
 from verification import api
 
-urlpatterns = [
-    path("verify", api.VerifyView.as_view()),
-    path("verify/batch", api.VerifyBatchView.as_view()),
-    path("c2pa/matches/byBinding", api.MatchesByBindingView.as_view()),
-    path("c2pa/matches/byContent", api.MatchesByContentView.as_view()),
-    path("c2pa/services/supportedAlgorithms", api.SupportedAlgorithmsView.as_view()),
+# Two prefixes, each declared where config/urls.py includes its list: verify and c2pa/ (soft-binding resolution).
+verify = [
+    path("", api.VerifyView.as_view()),
+    path("/batch", api.VerifyBatchView.as_view()),
+]
+
+c2pa = [
+    path("matches/byBinding", api.MatchesByBindingView.as_view()),
+    path("matches/byContent", api.MatchesByContentView.as_view()),
+    path("services/supportedAlgorithms", api.SupportedAlgorithmsView.as_view()),
 ]

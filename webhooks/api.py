@@ -7,8 +7,8 @@ from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 
+from accounts.gates import require_feature
 from accounts.scoping import OrgScopedViewSet
-from billing.gates import require_feature
 from core.validation import validated
 from webhooks import serializers as s
 from webhooks import services

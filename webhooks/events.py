@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Organization
-from billing.plans import plan_allows
+from accounts.plans import plan_allows
 
 logger = logging.getLogger(__name__)
 

@@ -9,12 +9,11 @@ from django.contrib.auth.hashers import make_password
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts import blocklist, emails
+from accounts import blocklist, emails, security_events
 from accounts.credentials import digest, new_url_token
 from accounts.jwt_sessions import session_token_issue
 from accounts.models import EmailToken, Organization, Role, TwoFactorChallenge, User, normalize_email
-from audit.models import AuditEvent
-from audit.services import audit_write
+from accounts.security_events import security_event_write
 from core.errors import EmailTaken, InvalidCredentials, TokenInvalid
 
 VERIFY_EMAIL_LIFETIME = timedelta(days=7)
@@ -145,7 +144,7 @@ def password_change(*, user: User, current_password: str, new_password: str) -> 
         raise InvalidCredentials("Your current password is not right.")
     with transaction.atomic():
         _password_set(user, new_password)
-        audit_write(org=user.org, type=AuditEvent.Type.PASSWORD_CHANGED, metadata={"actor_id": str(user.pk)})
+        security_event_write(user=user, type=security_events.PASSWORD_CHANGED)
     emails.password_changed_email_send(user=user)
 
 

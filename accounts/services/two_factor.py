@@ -10,8 +10,10 @@ from django.db.models import F
 from django.utils import timezone
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from accounts import security_events
 from accounts.credentials import digest, new_url_token
 from accounts.models import TwoFactorChallenge, User
+from accounts.security_events import security_event_write
 from accounts.selectors import recovery_codes_remaining
 from accounts.services.auth import LoginResult, session_token_for
 from accounts.services.recovery_codes import (
@@ -20,8 +22,6 @@ from accounts.services.recovery_codes import (
     recovery_codes_delete,
     recovery_codes_replace,
 )
-from audit.models import AuditEvent
-from audit.services import audit_write
 from core.errors import InvalidCredentials, OtpInvalid, RecoveryCodeUsed, TooManyAttempts, ValidationFailed
 
 MAX_FAILED_OTPS = 5  # in a row, per account (addendum section 2)
@@ -71,7 +71,7 @@ def two_factor_enable(*, user: User, otp: str) -> list[str]:
             raise ValidationFailed("Two-factor authentication is already enabled.")
         User.objects.filter(pk=user.pk).update(two_factor_enabled=True)
         codes = recovery_codes_replace(user=user)
-        _audit(user, AuditEvent.Type.TWO_FACTOR_ENABLED)
+        security_event_write(user=user, type=security_events.TWO_FACTOR_ENABLED)
     user.two_factor_enabled = True
     return codes
 
@@ -87,7 +87,7 @@ def two_factor_disable(*, user: User, otp: str) -> None:
             TOTPDevice.objects.filter(user=user).delete()
             recovery_codes_delete(user=user)
             User.objects.filter(pk=user.pk).update(two_factor_enabled=False)
-            _audit(user, AuditEvent.Type.TWO_FACTOR_DISABLED,
+            security_event_write(user=user, type=security_events.TWO_FACTOR_DISABLED,
                    proof="authenticator" if _is_totp_shaped(otp) else "recovery_code")
     _refuse_unless_accepted(user, outcome)
     user.two_factor_enabled = False
@@ -108,7 +108,7 @@ def recovery_codes_regenerate(*, user: User, otp: str | None = None, password: s
         _refuse_unless_accepted(user, _second_factor_spend(user=user, device=device, code=otp))
     with transaction.atomic():
         codes = recovery_codes_replace(user=user)
-        _audit(user, AuditEvent.Type.RECOVERY_CODES_REGENERATED)
+        security_event_write(user=user, type=security_events.RECOVERY_CODES_REGENERATED)
     return codes
 
 
@@ -171,10 +171,6 @@ def _is_totp_shaped(code: str) -> bool:
     return len(code) == TOTP_CODE_LENGTH and code.isascii() and code.isdigit()
 
 
-def _audit(user: User, type: str, **metadata) -> None:
-    audit_write(org=user.org, type=type, metadata={"actor_id": str(user.pk), **metadata})
-
-
 def _refuse_if_locked(user: User) -> None:
     if user.otp_locked_until and user.otp_locked_until > timezone.now():
         seconds = int((user.otp_locked_until - timezone.now()).total_seconds()) + 1
@@ -191,7 +187,8 @@ def _second_factor_spend(*, user: User, device: TOTPDevice, code: str, signing_i
     else:
         outcome = recovery_code_redeem(user=user, code=code)
         if outcome is Redeemed.ACCEPTED and signing_in:
-            _audit(user, AuditEvent.Type.RECOVERY_CODE_USED, remaining=recovery_codes_remaining(user=user))
+            security_event_write(user=user, type=security_events.RECOVERY_CODE_USED,
+                                 remaining=recovery_codes_remaining(user=user))
     if outcome is Redeemed.ACCEPTED:
         User.objects.filter(pk=user.pk).update(failed_otp_count=0, otp_locked_until=None)
     return outcome

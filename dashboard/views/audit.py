@@ -6,12 +6,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
+from accounts.gates import owner_email_verified, require_feature
+from accounts.plans import plan_allows
 from audit.export import FORMATS
 from audit.selectors import NO_FILTER, audit_names, audit_page
 from audit.streaming import audit_export_response
 from audit.wording import describe
-from billing.gates import owner_email_verified, require_feature
-from billing.plans import plan_allows
 from core.errors import ValidationFailed
 from core.paging import page_number
 from dashboard.access import member_page

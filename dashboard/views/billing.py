@@ -7,8 +7,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.models import Role
+from accounts.plans import PLANS
 from billing import services
-from billing.plans import PLANS
 from billing.selectors import pending_plan_request, usage_for_org
 from dashboard.access import action_lives_on, member_page
 from dashboard.forms import PlanRequestForm

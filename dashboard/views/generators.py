@@ -8,7 +8,7 @@ from core.errors import ValidationFailed
 from dashboard.access import action_lives_on, member_page
 from dashboard.forms import GeneratorRegisterForm, GeneratorRotateForm, TypedConfirmationForm
 from generators import selectors, services
-from provenance import crypto
+from record_format import crypto
 
 
 def _supplied_key(data: dict) -> services.SuppliedPublicKey | None:

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_safe
 
-from billing.gates import require_feature
+from accounts.gates import require_feature
 from core.errors import ValidationFailed
 from core.paging import page_number
 from dashboard.access import action_lives_on, member_page

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from accounts.models import Organization
-from billing.plans import PLANS, plan_allows, upgrade_url
+from accounts.plans import PLANS, plan_allows, upgrade_url
 from tests import factories
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def test_the_plan_table_imports_without_django(tmp_path, monkeypatch):
     (tmp_path / "billing").mkdir()
     (tmp_path / "billing" / "__init__.py").write_text("import django\n")
     monkeypatch.chdir(tmp_path)
-    code = ("import billing.plans, billing.periods, accounts.credentials, provenance.c2pa_json, "
+    code = ("import accounts.plans, billing.periods, accounts.credentials, provenance.c2pa_json, "
             "provenance.phash_bands, sys; assert 'django' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": "/usr/bin:/bin"}, cwd=PROJECT,
                    timeout=600)

@@ -5,10 +5,10 @@ import base64
 import pytest
 from rest_framework.test import APIClient
 
-from provenance import crypto
-from provenance.hashing import content_hash_of_file
-from provenance.payload import signed_payload_bytes
 from provenance.signing import content_sign
+from record_format import crypto
+from record_format.hashing import content_hash_of_file
+from record_format.payload import signed_payload_bytes
 from tests import factories
 from tests.browser.page_checks import look
 from tests.media import photo_bytes, reencode_jpeg

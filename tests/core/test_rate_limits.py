@@ -4,7 +4,7 @@ import pytest
 from django.core.cache import caches
 from django.test import override_settings
 
-from billing.plans import PLANS
+from accounts.plans import PLANS
 from core import ratelimit
 from tests import factories
 from tests.redis_server import requires_redis

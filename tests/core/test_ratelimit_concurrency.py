@@ -22,7 +22,7 @@ import requests
 from django.db import connection, connections
 from django.test import override_settings
 
-from billing.plans import PLANS
+from accounts.plans import PLANS
 from core import ratelimit
 from tests import factories
 from tests.redis_server import requires_redis

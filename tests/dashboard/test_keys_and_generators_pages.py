@@ -8,7 +8,7 @@ import pytest
 from accounts.models import ApiKey
 from accounts.selectors import api_key_for_credential
 from generators.models import Generator
-from provenance import crypto
+from record_format import crypto
 from tests import factories
 
 pytestmark = pytest.mark.django_db

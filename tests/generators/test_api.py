@@ -7,7 +7,7 @@ from core.keyring import private_key_sealing_ring
 from core.sealing import unseal
 from generators.models import Generator, GeneratorKey
 from generators.services import generator_signing_seed
-from provenance import crypto
+from record_format import crypto
 from tests import factories
 
 pytestmark = pytest.mark.django_db

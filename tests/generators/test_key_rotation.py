@@ -10,9 +10,9 @@ from billing.models import UsageCounter
 from core.sealing import sealed_key_id
 from generators.models import GeneratorKey
 from generators.selectors import current_key
-from provenance import crypto
 from provenance.models import Record
-from provenance.payload import signed_payload_bytes
+from record_format import crypto
+from record_format.payload import signed_payload_bytes
 from tests import factories
 from tests.key_rings import NEW_ONLY, OLD_SECRET, ROTATED, make_release_1_private_key, private_key_ids
 from tests.media import photo_bytes

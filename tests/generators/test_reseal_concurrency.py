@@ -11,9 +11,9 @@ from django.db import connection, connections
 from rest_framework.test import APIClient
 
 from generators.models import GeneratorKey
-from provenance import crypto
 from provenance.models import Record
-from provenance.payload import signed_payload_bytes
+from record_format import crypto
+from record_format.payload import signed_payload_bytes
 from tests import factories
 from tests.key_rings import NEW_ONLY, OLD_SECRET, ROTATED, private_key_ids
 

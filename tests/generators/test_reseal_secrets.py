@@ -14,7 +14,7 @@ from core.hkdf import derive_key
 from generators.models import GeneratorKey
 from generators.selectors import current_key
 from generators.services import generator_key_reseal, generator_signing_seed
-from provenance import crypto
+from record_format import crypto
 from tests import factories
 from tests.key_rings import (
     NEW_ONLY,

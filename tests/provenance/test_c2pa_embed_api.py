@@ -156,7 +156,7 @@ def test_a_manifest_naming_another_record_is_signature_invalid(client, generator
     genuine = read_manifest(_embed(client, other_id, other_signed).content)
     from generators.selectors import current_key
     from generators.services import generator_signing_seed
-    from provenance import crypto
+    from record_format import crypto
 
     seed = generator_signing_seed(current_key(generator_id=generator.pk))
     facts = ManifestFacts(record_id=other_id, model=MODEL, generator_id=str(generator.pk), kid=genuine.kid,

@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
-from provenance.canonical_json import canonicalize
-from provenance.payload import signed_payload_bytes
+from record_format.canonical_json import canonicalize
+from record_format.payload import signed_payload_bytes
 
 # RFC 8785 section 3.2.2 sample input (kept verbatim as JSON text so the escapes are the RFC's).
 RFC_SAMPLE_INPUT = r"""{

@@ -9,7 +9,7 @@ import random
 import pytest
 from dilithium_py.ml_dsa import ML_DSA_65
 
-from provenance import crypto
+from record_format import crypto
 
 # Fixed vectors computed once with dilithium-py 1.5.1 (ML_DSA_65.key_derive and
 # ML_DSA_65.sign(..., deterministic=True), empty context).  Stored as digests to stay compact.

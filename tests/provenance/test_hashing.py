@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from provenance.hashing import CONTENT_HASH_RE, content_hash_of, is_content_hash
+from record_format.hashing import CONTENT_HASH_RE, content_hash_of, is_content_hash
 
 
 def test_content_hash_is_prefixed_sha3_256_hex() -> None:

@@ -156,7 +156,7 @@ def test_a_signature_over_other_content_is_400_signature_invalid(key_client, org
 
 def test_a_signature_by_another_key_is_400_signature_invalid(key_client, org, client_gen):
     generator, _ = client_gen
-    from provenance import crypto
+    from record_format import crypto
 
     stranger_seed, _ = crypto.generate_keypair()
     body = factories.record_body(generator=generator, seed=stranger_seed)
@@ -184,7 +184,7 @@ def test_a_revoked_generator_is_404(key_client, org, client_gen, body):
 
 def test_a_server_managed_generator_is_400(key_client, org):
     generator = factories.make_generator(org=org)
-    from provenance import crypto
+    from record_format import crypto
 
     body = factories.record_body(generator=generator, seed=crypto.generate_keypair()[0])
     response = key_client(org).post(URL, body, format="json")
@@ -201,7 +201,7 @@ def test_records_need_a_valid_key(api_client, org, body, owner_client):
 
 def test_after_rotation_new_records_use_the_new_key_and_old_ones_keep_their_kid(key_client, org, client_gen,
                                                                                  api_client):
-    from provenance import crypto
+    from record_format import crypto
 
     generator, old_seed = client_gen
     client = key_client(org)

@@ -8,8 +8,8 @@ from PIL import Image
 from audit.models import AuditEvent
 from billing.models import UsageCounter
 from media_codecs import get_codec
-from provenance.hashing import content_hash_of
 from provenance.models import Record
+from record_format.hashing import content_hash_of
 from tests import factories, hostile_media
 from tests.media import MIME, decode, photo_bytes
 

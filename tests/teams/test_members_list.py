@@ -6,9 +6,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.plans import PLANS
 from accounts.selectors import api_key_for_credential
 from accounts.services import personal_api_key_revoke
-from billing.plans import PLANS
 from tests import factories
 from tests.config.test_query_counts import SHARED_STATE_TABLES
 from tests.teams.errors import assert_error

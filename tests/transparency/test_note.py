@@ -7,7 +7,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from dilithium_py.ml_dsa import ML_DSA_65
 
-from provenance.canonical_json import canonicalize
+from record_format.canonical_json import canonicalize
 from transparency import note
 from transparency.entries import entry_bundle, entry_bytes, split_bundle
 

@@ -16,10 +16,10 @@ from django.test.utils import CaptureQueriesContext
 from PIL import Image
 
 from media_codecs import get_codec
-from provenance import crypto
-from provenance.hashing import content_hash_of_file
 from provenance.models import Record
-from provenance.payload import signed_payload_bytes
+from record_format import crypto
+from record_format.hashing import content_hash_of_file
+from record_format.payload import signed_payload_bytes
 from tests import factories
 from tests.audio import tagged_wav
 from tests.media import decode, encode, photo_bytes, reencode_jpeg

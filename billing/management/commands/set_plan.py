@@ -5,7 +5,7 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import Organization, Role, User, normalize_email
-from billing.plans import BILLING_INTERVALS, PLAN_NAMES
+from accounts.plans import BILLING_INTERVALS, PLAN_NAMES
 from billing.services import plan_change
 
 

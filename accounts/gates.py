@@ -1,7 +1,7 @@
 """Plan gates and the email-verified gate, for services that gate mid-flow (a batch) or up front."""
 
 from accounts.models import Organization, Role, User
-from billing.plans import GATED_FEATURES, plan_allows
+from accounts.plans import GATED_FEATURES, plan_allows
 from core.errors import EmailNotVerified, PlanRequired
 
 
