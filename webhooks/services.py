@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Organization
+from accounts.services import organization_webhooks_set
 from audit.services import audit_write
 from core.errors import NotFound, ValidationFailed
 from core.keyring import webhook_secret_sealing_ring
@@ -118,7 +119,7 @@ def endpoints_snapshot_refresh(org_id: uuid.UUID) -> None:
                  "failures": endpoint.consecutive_failures,
                  "secret": base64.b64encode(bytes(endpoint.encrypted_secret)).decode()}
                 for endpoint in WebhookEndpoint.objects.filter(org_id=org_id, status=WebhookEndpoint.Status.ACTIVE)]
-    Organization.objects.filter(pk=org_id).update(active_webhooks=snapshot)
+    organization_webhooks_set(org_id=org_id, endpoints=snapshot)
 
 
 def webhook_secret(endpoint: WebhookEndpoint | ActiveEndpoint) -> str:

@@ -21,7 +21,7 @@ from accounts.services.auth import (
     verification_resend,
 )
 from accounts.services.members import member_create, member_delete, member_role_set
-from accounts.services.organizations import organization_plan_set
+from accounts.services.organizations import organization_plan_set, organization_webhooks_set
 from accounts.services.two_factor import (
     recovery_codes_regenerate,
     two_factor_challenge_renew,
@@ -43,6 +43,7 @@ __all__ = [
     "member_delete",
     "member_role_set",
     "organization_plan_set",
+    "organization_webhooks_set",
     "password_change",
     "password_forgot",
     "password_reset",
