@@ -49,10 +49,6 @@ UNION ALL
 LIMIT 1"""  # noqa: S608
 
 
-def _with_relations():
-    return Record.objects.select_related("org", "key", "generator")
-
-
 # Every verification that carries a token makes this lookup: its SQL is built once (core/hot_sql.py).
 _RECORD_WITH_RELATIONS = ChildWithParents(Record, "org", "key", "generator", match=("id",))
 
