@@ -176,14 +176,26 @@ def server_arguments(doc: str) -> argparse.ArgumentParser:
     return parser
 
 
-def prepared_env(args: argparse.Namespace) -> dict[str, str]:
-    """The server environment for `args`, its database created and migrated."""
-    redis_url = args.redis_url if redis_reachable(args.redis_url) else None
-    env = server_env(args.database_url, redis_url)
-    ensure_database(args.database_url)
+def prepared_database(database_url: str, redis_url: str | None = None, **settings: str) -> dict[str, str]:
+    """The server environment (with `settings` as further variables), its database created and migrated."""
+    env = {**server_env(database_url, redis_url), **settings}
+    ensure_database(database_url)
     manage(env, "migrate", "--noinput")
     manage(env, "createcachetable")
     return env
+
+
+def prepared_env(args: argparse.Namespace) -> dict[str, str]:
+    """The server environment for `args`, its database created and migrated."""
+    return prepared_database(args.database_url, args.redis_url if redis_reachable(args.redis_url) else None)
+
+
+def django_in_process(env: dict[str, str]) -> None:
+    """Set Django up in this process on `env`, for a benchmark that calls the code or the test client."""
+    os.environ.update(env)
+    import django
+
+    django.setup()
 
 
 def describe(args: argparse.Namespace, env: dict[str, str]) -> str:
@@ -198,10 +210,7 @@ def scale_organizations(env: dict[str, str], prefix: str, count: int) -> list:
 
     Returns (organization, owner) pairs. Names carry a run id: earlier runs' rows stay (a throwaway database).
     """
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    django_in_process(env)
     from accounts.models import Organization
     from tests.factories import make_user
 
