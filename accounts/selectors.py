@@ -11,8 +11,8 @@ from core.hot_sql import ChildWithParents
 
 # Every authenticated request runs one of these: SQL built once (core.hot_sql.py).
 # lookup_id and the primary key are unique, so LIMIT 1 needs no ORDER BY.
-_ACTIVE_KEY_BY_LOOKUP_ID = ChildWithParents(ApiKey, "org", match=("lookup_id",), also="{child}.revoked_at IS NULL")
-_ACTIVE_USER_BY_ID = ChildWithParents(User, "org", match=("id",), also="{child}.is_active")
+_ACTIVE_KEY_BY_LOOKUP_ID = ChildWithParents(ApiKey, "org", match=("lookup_id",), where=ApiKey.objects.active())
+_ACTIVE_USER_BY_ID = ChildWithParents(User, "org", match=("id",), where=User.objects.filter(is_active=True))
 
 
 def api_key_for_credential(raw: str) -> ApiKey | None:

@@ -6,7 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.gates import require_feature
-from audit.selectors import audit_events
+from audit.selectors import audit_count, audit_page
 from audit.serializers import AuditExportInput, AuditFilterInput, AuditPageOutput, AuditQueryInput
 from audit.streaming import audit_export_response
 from core.validation import validated_query
@@ -18,10 +18,10 @@ class AuditLogView(APIView):
     @extend_schema(parameters=[AuditQueryInput], responses={200: AuditPageOutput}, tags=["audit"])
     def get(self, request):
         query = validated_query(AuditQueryInput, request)
-        page, limit = query["page"], query["limit"]
-        events = audit_events(org=request.org, filters=AuditFilterInput.as_filter(query))
-        offset = (page - 1) * limit
-        body = {"events": events[offset:offset + limit], "total": events.count(), "page": page, "limit": limit}
+        filters = AuditFilterInput.as_filter(query)
+        page = audit_page(org=request.org, number=query["page"], per_page=query["limit"], filters=filters)
+        body = {"events": page.items, "total": audit_count(org=request.org, filters=filters), "page": page.number,
+                "limit": page.per_page}
         return Response(AuditPageOutput(body).data)
 
 

@@ -43,7 +43,8 @@ def audit_events(*, org: Organization, filters: AuditFilter = NO_FILTER) -> Quer
 
 
 def audit_page(*, org: Organization, number: int, per_page: int, filters: AuditFilter = NO_FILTER) -> Page:
-    """One page of the organization's audit events, newest first; never counts the log."""
+    """One page of the organization's audit events, newest first (the API's list and the dashboard's page);
+    never counts the log."""
     return page_of(audit_events(org=org, filters=filters), number=number, per_page=per_page)
 
 
@@ -58,6 +59,11 @@ _NAMED_IDS: dict[str, tuple[str, Callable[[Organization], QuerySet], str]] = {
 def audit_names_register(*, key: str, names: str, rows: Callable[[Organization], QuerySet], column: str) -> None:
     """Have audit_names show `column` of `rows(org)` for the ids under metadata `key`, in Names.`names`."""
     _NAMED_IDS[key] = (names, rows, column)
+
+
+def audit_count(*, org: Organization, filters: AuditFilter = NO_FILTER) -> int:
+    """How many of the organization's audit events match `filters` (the API list's `total`)."""
+    return audit_events(org=org, filters=filters).count()
 
 
 def audit_names(*, org: Organization, events: list[AuditEvent]) -> Names:
@@ -92,7 +98,7 @@ def _is_uuid(value) -> bool:
 
 def audit_recent(*, org: Organization, limit: int) -> list[AuditEvent]:
     """The organization's `limit` newest audit events."""
-    return list(AuditEvent.objects.for_org(org)[:limit])
+    return list(audit_events(org=org)[:limit])
 
 
 ExportRow = tuple[UUID, str, str, str]  # event id; type; timestamp and metadata as the database's text

@@ -9,9 +9,10 @@ _insert_events = RowInserter(AuditEvent).insert  # every signature writes one (c
 
 def audit_write(*, org: Organization, type: str, metadata: dict) -> AuditEvent:
     """Append one event to the organization's audit log."""
-    return AuditEvent.objects.create(org=org, type=type, metadata=metadata)
+    (event,) = audit_write_many(org=org, type=type, metadatas=[metadata])
+    return event
 
 
 def audit_write_many(*, org: Organization, type: str, metadatas: list[dict]) -> list[AuditEvent]:
-    """Append one event per metadata object in a single INSERT (batches)."""
+    """Append one event per metadata object in a single INSERT: every audit row is written here."""
     return _insert_events([AuditEvent(org=org, type=type, metadata=m) for m in metadatas])

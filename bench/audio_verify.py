@@ -137,11 +137,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
     args = parser.parse_args()
-    env = serve.server_env(args.database_url, None)
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    serve.manage(env, "createcachetable")
-    os.environ.update({**env, "ALLOWED_HOSTS": "testserver", "VERIFY_RATE_PER_MINUTE": "100000000"})
+    os.environ.update(serve.prepared_database(args.database_url, ALLOWED_HOSTS="testserver",
+                                              VERIFY_RATE_PER_MINUTE="100000000"))
     load = os.getloadavg()[0]
     rows = measure(args.runs)
     print("| format | file | median CPU ms | median wall ms | answer |")

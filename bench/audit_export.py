@@ -106,14 +106,8 @@ def main() -> None:
     parser.add_argument("--formats", nargs="*", default=["csv", "json"], choices=["csv", "json"])
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
     args = parser.parse_args()
-    env = serve.server_env(args.database_url, None)
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    serve.manage(env, "createcachetable")
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    env = serve.prepared_database(args.database_url)
+    serve.django_in_process(env)
     from tests.factories import make_api_key
 
     org = seeded_org(args.events)

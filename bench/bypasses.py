@@ -417,7 +417,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="records in the sequencer's batch")
     args = parser.parse_args()
 
-    serve.django_in_process(args.database_url)
+    serve.django_in_process(serve.prepared_database(args.database_url, ALLOWED_HOSTS="testserver",
+                                                    VERIFY_RATE_PER_MINUTE="1000000"))
     from tests.api_chain import split_test_client_chains
 
     split_test_client_chains()

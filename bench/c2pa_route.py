@@ -12,7 +12,6 @@ reading the manifest under 50 ms.
 
 import argparse
 import io
-import os
 import statistics
 import sys
 import time
@@ -39,15 +38,8 @@ def main() -> None:
     parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
     args = parser.parse_args()
 
-    env = {**serve.server_env(args.database_url, None), "ALLOWED_HOSTS": "testserver",
-           "VERIFY_RATE_PER_MINUTE": "1000000"}
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    serve.manage(env, "createcachetable")
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    serve.django_in_process(serve.prepared_database(args.database_url, ALLOWED_HOSTS="testserver",
+                                                    VERIFY_RATE_PER_MINUTE="1000000"))
     from rest_framework.test import APIClient
 
     from generators.selectors import current_key

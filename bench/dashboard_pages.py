@@ -23,7 +23,6 @@ use those, and the script refuses them).
 """
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -58,10 +57,7 @@ def set_up_django(database_url: str) -> None:
         _recreate_postgres_database(database_url, name)
     elif parsed.scheme == "sqlite":
         Path(parsed.path[1:] if parsed.path.startswith("//") else parsed.path).unlink(missing_ok=True)
-    os.environ.update(serve.server_env(database_url, redis_url=None))
-    import django
-
-    django.setup()
+    serve.django_in_process(serve.server_env(database_url, redis_url=None))
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)

@@ -140,13 +140,7 @@ def main() -> None:
     parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
     args = parser.parse_args()
 
-    env = serve.server_env(args.database_url, None)
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    serve.django_in_process(serve.prepared_database(args.database_url))
     from django.db import connection
 
     from provenance.models import Record

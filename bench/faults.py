@@ -16,7 +16,6 @@ import collections
 import contextlib
 import http.client
 import json
-import os
 import queue
 import socket
 import struct
@@ -46,10 +45,7 @@ def stack(**extra_env: str):
         serve.manage(env, "migrate", "--noinput")
         print(f"(own PostgreSQL on :{pg.port}, own Redis on :{redis_server.port}, migrated in "
               f"{time.monotonic() - started:.0f} s)")
-        os.environ.update(env)
-        import django
-
-        django.setup()
+        serve.django_in_process(env)
         yield env, pg, redis_server
     finally:
         from django.db import connections

@@ -82,10 +82,7 @@ def arguments() -> argparse.Namespace:
 
 def prepare(env: dict[str, str], folder: Path) -> dict:
     """Rows and files of the workload (in this process, through the project's services)."""
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    serve.django_in_process(env)
     from tests import factories
 
     org = factories.make_org(plan="enterprise", name=f"load-{time.time_ns()}")
@@ -396,11 +393,9 @@ def main() -> None:
     try:
         if own_redis:
             own_redis.start()
-        env = serve.server_env(args.database_url, args.redis_url or own_redis.url())
         # Every request comes from 127.0.0.1: the per-IP verification limit would throttle the load.
-        env["VERIFY_RATE_PER_MINUTE"] = "100000000"
-        serve.ensure_database(args.database_url)
-        serve.manage(env, "migrate", "--noinput")
+        env = serve.prepared_database(args.database_url, args.redis_url or own_redis.url(),
+                                      VERIFY_RATE_PER_MINUTE="100000000")
         setup = prepare(env, folder)
         setup_path = folder / "setup.json"
         ceilings = [ceiling(args, "before")]

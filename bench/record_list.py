@@ -11,7 +11,6 @@ index for each filter.
 """
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -102,13 +101,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_records_list")
     args = parser.parse_args()
-    env = serve.server_env(args.database_url, None)
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    serve.django_in_process(serve.prepared_database(args.database_url))
     from provenance.selectors import RecordFilters, record_list
 
     org, generators = fill(args.records)

@@ -52,20 +52,6 @@ def manage(env: dict[str, str], *args: str) -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def django_in_process(database_url: str, **settings_env: str) -> None:
-    """Set Django up in this process on `database_url` (created and migrated), for the test client;
-    the per-address verify limit lifted, as a client sending many verifications would meet it."""
-    env = {**server_env(database_url, None), "ALLOWED_HOSTS": "testserver", "VERIFY_RATE_PER_MINUTE": "1000000",
-           **settings_env}
-    ensure_database(database_url)
-    manage(env, "migrate", "--noinput")
-    manage(env, "createcachetable")
-    os.environ.update(env)
-    import django
-
-    django.setup()
-
-
 def redis_reachable(url: str) -> bool:
     try:
         import redis
@@ -190,14 +176,26 @@ def server_arguments(doc: str) -> argparse.ArgumentParser:
     return parser
 
 
-def prepared_env(args: argparse.Namespace) -> dict[str, str]:
-    """The server environment for `args`, its database created and migrated."""
-    redis_url = args.redis_url if redis_reachable(args.redis_url) else None
-    env = server_env(args.database_url, redis_url)
-    ensure_database(args.database_url)
+def prepared_database(database_url: str, redis_url: str | None = None, **settings: str) -> dict[str, str]:
+    """The server environment (with `settings` as further variables), its database created and migrated."""
+    env = {**server_env(database_url, redis_url), **settings}
+    ensure_database(database_url)
     manage(env, "migrate", "--noinput")
     manage(env, "createcachetable")
     return env
+
+
+def prepared_env(args: argparse.Namespace) -> dict[str, str]:
+    """The server environment for `args`, its database created and migrated."""
+    return prepared_database(args.database_url, args.redis_url if redis_reachable(args.redis_url) else None)
+
+
+def django_in_process(env: dict[str, str]) -> None:
+    """Set Django up in this process on `env`, for a benchmark that calls the code or the test client."""
+    os.environ.update(env)
+    import django
+
+    django.setup()
 
 
 def describe(args: argparse.Namespace, env: dict[str, str]) -> str:
@@ -212,10 +210,7 @@ def scale_organizations(env: dict[str, str], prefix: str, count: int) -> list:
 
     Returns (organization, owner) pairs. Names carry a run id: earlier runs' rows stay (a throwaway database).
     """
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    django_in_process(env)
     from accounts.models import Organization
     from tests.factories import make_user
 

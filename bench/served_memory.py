@@ -159,10 +159,7 @@ def main() -> None:
     parser.add_argument("--case", nargs="*", default=DEFAULT_CASES, choices=list(cases()))
     parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
     args = parser.parse_args()
-    env = {**serve.server_env(args.database_url, None), "VERIFY_RATE_PER_MINUTE": "100000"}
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    serve.manage(env, "createcachetable")
+    env = serve.prepared_database(args.database_url, VERIFY_RATE_PER_MINUTE="100000")
     [(org, _)] = serve.scale_organizations(env, "bench-served", 1)
     from tests import factories
 

@@ -8,7 +8,6 @@ through the whole stack (Django, DRF, the codecs, ML-DSA-65, PostgreSQL) with th
 
 import argparse
 import io
-import os
 import statistics
 import sys
 import time
@@ -36,14 +35,7 @@ def main() -> None:
     parser.add_argument("--database-url", default=serve.DEFAULT_DATABASE_URL)
     args = parser.parse_args()
 
-    env = {**serve.server_env(args.database_url, None), "ALLOWED_HOSTS": "testserver"}
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    serve.manage(env, "createcachetable")
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    serve.django_in_process(serve.prepared_database(args.database_url, ALLOWED_HOSTS="testserver"))
     from rest_framework.test import APIClient
 
     from tests import factories

@@ -14,7 +14,6 @@ import argparse
 import html as html_escape
 import importlib
 import io
-import os
 import random
 import re
 import statistics
@@ -109,14 +108,7 @@ def transformations(rng: random.Random):
 
 def timed_requests(runs: int, database_url: str) -> dict[str, list[float]]:
     """POST /v1/sign and /v1/verify of 1 MB of text through the whole stack (Django test client, PostgreSQL)."""
-    env = {**serve.server_env(database_url, None), "ALLOWED_HOSTS": "testserver"}
-    serve.ensure_database(database_url)
-    serve.manage(env, "migrate", "--noinput")
-    serve.manage(env, "createcachetable")
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    serve.django_in_process(serve.prepared_database(database_url, ALLOWED_HOSTS="testserver"))
     from rest_framework.test import APIClient
 
     from tests import factories

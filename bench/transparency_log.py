@@ -258,10 +258,7 @@ def main() -> None:
     args = parser.parse_args()
     env = serve.prepared_env(args)
     env["VERIFY_RATE_PER_MINUTE"] = str(10**9)  # the proofs are timed from one address
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    serve.django_in_process(env)
     parts = set(args.parts.split(","))
     added = fill(args.records)
     print(f"\n{args.records:,} bench records ({added:,} added this run)", flush=True)

@@ -17,7 +17,6 @@ time, minor page faults, SQL statements (the per-IP limit counts in PostgreSQL h
 import argparse
 import io
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -48,12 +47,8 @@ def tune_malloc() -> bool:
 def measure(database_url: str, runs: int, tuned: bool, file: str) -> dict:
     if tuned:
         assert tune_malloc(), "glibc's mallopt refused the thresholds"
-    env = {**serve.server_env(database_url, None), "ALLOWED_HOSTS": "testserver",
-           "VERIFY_RATE_PER_MINUTE": "100000000"}
-    os.environ.update(env)
-    import django
-
-    django.setup()
+    serve.django_in_process({**serve.server_env(database_url, None), "ALLOWED_HOSTS": "testserver",
+                             "VERIFY_RATE_PER_MINUTE": "100000000"})
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
     from rest_framework.test import APIClient
@@ -115,10 +110,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(measure(args.database_url, args.runs, args.child == "tuned", args.file)))
         return
-    env = serve.server_env(args.database_url, None)
-    serve.ensure_database(args.database_url)
-    serve.manage(env, "migrate", "--noinput")
-    serve.manage(env, "createcachetable")
+    serve.prepared_database(args.database_url)
     print("| file | malloc | median wall ms | median CPU ms | page faults / request | SQL statements | RSS MB |")
     print("|---|---|---|---|---|---|---|")
     files = [("signed", "signed, unchanged"), ("reshared", "re-shared copy")]

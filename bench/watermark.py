@@ -335,12 +335,6 @@ def run_scheme(scheme, photos, ids_per_photo: int, seed: int, unmarked, attacks)
     }
 
 
-def random_noise_images(count: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    sizes = [(256, 256), (300, 451), (512, 512), (720, 1280)]
-    return [rng.integers(0, 256, (*sizes[i % len(sizes)], 3), dtype=np.uint8) for i in range(count)]
-
-
 def _as_rgb(image: np.ndarray) -> np.ndarray:
     image = np.asarray(image)
     if image.dtype == bool:

@@ -23,30 +23,33 @@ class ChildWithParents:
     """`SELECT child.*, parent.*, ... FROM child JOIN parent ON child.<fk> = parent.pk ... WHERE ... LIMIT 1`.
 
     One join per foreign key named in `parent_fields` (each to a table of its own). The WHERE clause:
-    each field named in `match` equals the value given for it to `get`, and `also`, SQL over the child's
-    columns (`{child}` is its quoted table name) with no placeholders. `get` returns the child with its
-    parents attached, or None. LIMIT 1 without ORDER BY for unique matches; with `order` (the child's fields,
-    ascending, or descending with a leading "-" as in `order_by`), the first of several.
+    each field named in `match` equals the value given for it to `get`, and the filter of `where`, a
+    queryset of the child (`ApiKey.objects.active()`) whose conditions name the child's fields or its
+    parents': the rule is written once, on the QuerySet, and compiled here once. `get` returns the child
+    with its parents attached, or None. LIMIT 1 without ORDER BY for unique matches; with `order` (the
+    child's fields, ascending, or descending with a leading "-" as in `order_by`), the first of several.
     """
 
-    def __init__(self, model: type[models.Model], *parent_fields: str, match: tuple[str, ...], also: str = "",
-                 order: tuple[str, ...] = (), using: str = "default"):
+    def __init__(self, model: type[models.Model], *parent_fields: str, match: tuple[str, ...],
+                 where: models.QuerySet | None = None, order: tuple[str, ...] = (), using: str = "default"):
         self.model = model
         self.foreign_keys = [model._meta.get_field(name) for name in parent_fields]
         tables = [model._meta.db_table] + [key.related_model._meta.db_table for key in self.foreign_keys]
         if not parent_fields or len(set(tables)) != len(tables):
             raise ValueError("each parent must be of a table of its own")  # the SQL names tables, not aliases
         self.match_fields = [model._meta.get_field(name) for name in match]
-        self.also = also
+        if where is not None and where.model is not model:
+            raise ValueError("`where` must be a queryset of the child")
+        self.where = where
         self.order_fields = [(model._meta.get_field(name.removeprefix("-")), name.startswith("-")) for name in order]
         self.using = using
         self._compiled = None
 
     def get(self, *values) -> models.Model | None:
-        sql, child_columns, parents_columns = self._compiled or self._compile()
+        sql, where_params, child_columns, parents_columns = self._compiled or self._compile()
         connection = connections[self.using]
         params = [field.get_db_prep_value(value, connection, prepared=False)
-                  for field, value in zip(self.match_fields, values, strict=True)]
+                  for field, value in zip(self.match_fields, values, strict=True)] + where_params
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             row = cursor.fetchone()
@@ -76,15 +79,32 @@ class ChildWithParents:
             joins.append(f"INNER JOIN {quote(parent_table)} ON {quote(child_table)}.{quote(foreign_key.column)} = "
                          f"{quote(parent_table)}.{quote(parent._meta.pk.column)}")
         conditions = [f"{quote(child_table)}.{quote(field.column)} = %s" for field in self.match_fields]
-        if self.also:
-            conditions.append(self.also.format(child=quote(child_table)))
+        where_sql, where_params = self._where_sql(connection)
+        if where_sql:
+            conditions.append(where_sql)
         order = ", ".join(f"{quote(child_table)}.{quote(field.column)}{' DESC' * descending}"
                           for field, descending in self.order_fields)
         # Only quoted names from the models' metadata are formatted in; values are parameters.
         sql = (f"SELECT {', '.join(select)} FROM {quote(child_table)} {' '.join(joins)} "  # noqa: S608
                f"WHERE {' AND '.join(conditions)}{f' ORDER BY {order}' if order else ''} LIMIT 1")
-        self._compiled = sql, child_columns, parents_columns
+        self._compiled = sql, where_params, child_columns, parents_columns
         return self._compiled
+
+    def _where_sql(self, connection) -> tuple[str, list]:
+        """`where`'s conditions as the ORM compiles them. They may reach a parent only through the joins made
+        here: the SQL names tables, and each parent's table is joined once, from the child."""
+        if self.where is None:
+            return "", []
+        query = self.where.query
+        child_table = self.model._meta.db_table
+        for alias, join in query.alias_map.items():
+            if alias == child_table:
+                continue
+            if (alias != join.table_name or join.parent_alias != child_table
+                    or join.join_field not in self.foreign_keys):
+                raise ValueError(f"`where` joins {join.table_name} other than through a parent named here")
+        sql, params = query.get_compiler(connection=connection).compile(query.where)
+        return sql, list(params)
 
 
 def _columns(model, table: str, connection) -> tuple[list[str], list[tuple[int, Col, list]]]:

@@ -12,6 +12,7 @@ from accounts.serializers import PASSWORD_MAX, PASSWORD_MIN
 from audit.models import AuditEvent
 from audit.selectors import AuditFilter
 from audit.wording import type_label
+from core.errors import ValidationFailed
 from generators.serializers import KID_PATTERN
 from media_codecs import FAMILIES
 from teams.serializers import INVITABLE_ROLES
@@ -203,3 +204,12 @@ class PlanRequestForm(forms.Form):
     plan = forms.ChoiceField(choices=[(plan.name, plan.label) for plan in PLANS.values()])
     billing_interval = forms.ChoiceField(label="Billed", choices=[(i, i) for i in BILLING_INTERVALS],
                                          widget=forms.RadioSelect)
+
+
+def add_service_errors(form: forms.Form, error: ValidationFailed, *, renamed: dict[str, str] | None = None) -> None:
+    """A service's ValidationFailed shown on the form that sent it: each detail on the field of its name (`renamed`
+    maps the API's name to the form's), one that names no field above the form, and so the message without details."""
+    for name, problems in (error.details or {None: [error.message]}).items():
+        field = (renamed or {}).get(name, name)
+        for problem in problems:
+            form.add_error(field if field in form.fields else None, problem)

@@ -48,6 +48,15 @@ class Generator(models.Model):
         return [key for key in self.keys.all() if key.retired_at is None]
 
 
+# The key new signatures use: a rotation sets `retired_at` on the one before.
+_CURRENT = models.Q(retired_at__isnull=True)
+
+
+class GeneratorKeyQuerySet(models.QuerySet):
+    def current(self) -> "GeneratorKeyQuerySet":
+        return self.filter(_CURRENT)
+
+
 class GeneratorKey(models.Model):
     """One public key of a generator; `retired_at` is set when a rotation replaces it."""
 
@@ -61,13 +70,14 @@ class GeneratorKey(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     retired_at = models.DateTimeField(null=True, blank=True)
 
+    objects = GeneratorKeyQuerySet.as_manager()
+
     class Meta:
         ordering = ["created_at"]
         constraints = [
             models.UniqueConstraint(fields=["generator", "kid"], name="generator_kid_unique"),
             # At most one current key per generator: new signatures use it.
-            models.UniqueConstraint(fields=["generator"], condition=models.Q(retired_at__isnull=True),
-                                    name="generator_one_current_key"),
+            models.UniqueConstraint(fields=["generator"], condition=_CURRENT, name="generator_one_current_key"),
         ]
 
     def __str__(self) -> str:

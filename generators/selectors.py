@@ -10,7 +10,7 @@ from generators.models import Generator, GeneratorKey
 # Every signature runs this (SQL built once, core.hot_sql.py). At most one current key per
 # generator (a unique constraint): LIMIT 1 without ORDER BY.
 _CURRENT_KEY_WITH_GENERATOR = ChildWithParents(GeneratorKey, "generator", match=("generator",),
-                                               also="{child}.retired_at IS NULL")
+                                               where=GeneratorKey.objects.current())
 
 
 def generator_for_signing(*, org: Organization, generator_id: str | uuid.UUID) -> GeneratorKey:

@@ -74,7 +74,7 @@ def generator_rotate_key(*, generator: Generator, public_key: SuppliedPublicKey 
         locked = Generator.objects.select_for_update().get(pk=generator.pk)
         if locked.is_revoked:
             raise NotFound("This generator is revoked.")
-        old = GeneratorKey.objects.filter(generator=locked, retired_at__isnull=True).first()
+        old = GeneratorKey.objects.current().filter(generator=locked).first()
         if public_key and GeneratorKey.objects.filter(generator=locked, kid=public_key.kid).exists():
             raise ValidationFailed(details={"public_key": [f"kid {public_key.kid!r} was already used."]})
         GeneratorKey.objects.filter(pk=old.pk).update(retired_at=timezone.now())

@@ -2,9 +2,11 @@
 
 import itertools
 
+import pyotp
+
 from accounts.jwt_sessions import session_token_issue
 from accounts.models import Organization, Role, User
-from accounts.services import api_key_create
+from accounts.services import api_key_create, two_factor_enable, two_factor_setup
 from tests.log_scan import register_secret
 
 _counter = itertools.count(1)
@@ -36,6 +38,15 @@ def session_token(user: User) -> str:
 
 
 # --- generators and records -------------------------------------------------------------------------
+
+def enable_two_factor(user: User) -> tuple[pyotp.TOTP, list[str]]:
+    """Turn the user's 2FA on through the services: the authenticator and the recovery codes shown once."""
+    totp = pyotp.TOTP(two_factor_setup(user=user).secret)
+    codes = two_factor_enable(user=user, otp=totp.now())
+    for code in codes:
+        register_secret(code)
+    return totp, codes
+
 
 def make_generator(*, org: Organization, name: str = "gen", formats: list[str] | None = None):
     """A server-managed generator with a real, sealed ML-DSA-65 keypair."""

@@ -25,22 +25,28 @@ def child_pids(parent: int) -> list[int]:
     return sorted(pids)
 
 
-def established_inodes(port: int) -> set[str]:
-    """Socket inodes of established TCP connections whose local port is `port`."""
+ESTABLISHED, LISTENING = "01", "0A"  # the `st` column of /proc/net/tcp
+
+
+def connection_inodes(port: int, *, any_state: bool = False) -> set[str]:
+    """Socket inodes of the TCP connections whose local port is `port`: established ones, or with
+    `any_state` every one but the listening socket (closing ones too)."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as lines:
             next(lines)
             for line in lines:
                 fields = line.split()
-                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                if int(fields[1].rsplit(":", 1)[1], 16) != port:
+                    continue
+                if fields[3] == ESTABLISHED or (any_state and fields[3] != LISTENING):
                     inodes.add(fields[9])
     return inodes
 
 
-def connections_per_process(pids: list[int], port: int) -> list[int]:
-    """For each pid, how many established connections to local `port` it holds open."""
-    inodes = established_inodes(port)
+def connections_per_process(pids: list[int], port: int, *, any_state: bool = False) -> list[int]:
+    """For each pid, how many connections to local `port` it holds open (see connection_inodes)."""
+    inodes = connection_inodes(port, any_state=any_state)
     counts = []
     for pid in pids:
         held = 0

@@ -49,10 +49,6 @@ UNION ALL
 LIMIT 1"""  # noqa: S608
 
 
-def _with_relations():
-    return Record.objects.select_related("org", "key", "generator")
-
-
 # Every verification that carries a token makes this lookup: its SQL is built once (core/hot_sql.py).
 _RECORD_WITH_RELATIONS = ChildWithParents(Record, "org", "key", "generator", match=("id",))
 
@@ -81,16 +77,16 @@ def record_for_watermark(mark_id: int) -> Record | None:
     return _NEWEST_SERVER_MARK.get(f"{mark_id:016x}")
 
 
+# The records whose watermark id counts: the ones a server-managed generator signed (record_for_watermark).
+_SERVER_MARKED = Record.objects.filter(generator__mode=Generator.Mode.SERVER)
 # Every verification that reads a mark makes this lookup (a re-shared copy's): SQL built once, as above.
-_NEWEST_SERVER_MARK = ChildWithParents(
-    Record, "org", "key", "generator", match=("watermark_id",), order=("-signed_at",),
-    also=f"\"{Generator._meta.db_table}\".\"mode\" = '{Generator.Mode.SERVER.value}'")
+_NEWEST_SERVER_MARK = ChildWithParents(Record, "org", "key", "generator", match=("watermark_id",),
+                                       order=("-signed_at",), where=_SERVER_MARKED)
 
 
 def record_ids_for_watermark(*, mark_id: int, family: str, limit: int) -> list[uuid.UUID]:
     """The records of one content family whose server-made watermark id is `mark_id`, newest first."""
-    return list(Record.objects.filter(watermark_id=f"{mark_id:016x}", format=family,
-                                      generator__mode=Generator.Mode.SERVER).order_by("-signed_at")
+    return list(_SERVER_MARKED.filter(watermark_id=f"{mark_id:016x}", format=family).order_by("-signed_at")
                 .values_list("pk", flat=True)[:limit])
 
 

@@ -18,7 +18,7 @@ from media_codecs.c2pa.manifest import WATERMARK_ALGORITHM
 from verification import selectors
 from verification.services import Charge, contents_admit
 
-DEFAULT_MAX_RESULTS, MAX_RESULTS = 10, 100
+DEFAULT_MAX_RESULTS = 10
 _VALUE_BYTES = 8
 _BITS = 64
 

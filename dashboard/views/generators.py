@@ -6,7 +6,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from core.errors import ValidationFailed
 from dashboard.access import action_lives_on, member_page
-from dashboard.forms import GeneratorRegisterForm, GeneratorRotateForm, TypedConfirmationForm
+from dashboard.forms import GeneratorRegisterForm, GeneratorRotateForm, TypedConfirmationForm, add_service_errors
 from generators import selectors, services
 from record_format import crypto
 
@@ -19,12 +19,7 @@ def _supplied_key(data: dict) -> services.SuppliedPublicKey | None:
 
 
 def _add_errors(form, error: ValidationFailed) -> None:
-    field_names = {"key": "public_key", "public_key": "public_key", "supported_formats": "supported_formats"}
-    for name, problems in (error.details or {}).items():
-        for problem in problems:
-            form.add_error(field_names.get(name), f"{problem}")
-    if not error.details:
-        form.add_error(None, error.message)
+    add_service_errors(form, error, renamed={"key": "public_key"})  # decode_public_key names the API's field
 
 
 @require_http_methods(["GET", "POST"])

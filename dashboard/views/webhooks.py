@@ -13,7 +13,7 @@ from accounts.gates import require_feature
 from core.errors import ValidationFailed
 from core.paging import page_number
 from dashboard.access import action_lives_on, member_page
-from dashboard.forms import WebhookCreateForm, WebhookStatusForm
+from dashboard.forms import WebhookCreateForm, WebhookStatusForm, add_service_errors
 from dashboard.reveal import secret_keep, secret_take
 from webhooks import selectors, services
 from webhooks.delivery import delivery_retry
@@ -30,7 +30,7 @@ def webhooks_page(request):
         try:
             created = services.webhook_create(org=request.org, **form.cleaned_data)
         except ValidationFailed as error:
-            _add_errors(form, error)
+            add_service_errors(form, error)
         else:
             secret_keep(request, object_id=created.endpoint.pk, secret=created.secret)
             return redirect("dashboard:webhook-created", webhook_id=created.endpoint.pk)
@@ -79,7 +79,7 @@ def webhook_edit(request, webhook_id):
         try:
             services.webhook_update(endpoint=endpoint, **form.cleaned_data)
         except ValidationFailed as error:
-            _add_errors(form, error)
+            add_service_errors(form, error)
         else:
             messages.success(request, "The endpoint is updated.")
             return redirect("dashboard:webhook", webhook_id=endpoint.pk)
@@ -130,9 +130,3 @@ def webhook_retry(request, webhook_id, delivery_id):
     messages.success(request, f"Sent again: {delivery.status}"
                               f"{f' (HTTP {delivery.response_code})' if delivery.response_code else ''}.")
     return redirect("dashboard:webhook", webhook_id=endpoint.pk)
-
-
-def _add_errors(form: WebhookCreateForm, error: ValidationFailed) -> None:
-    for field, problems in (error.details or {None: [error.message]}).items():
-        for problem in problems:
-            form.add_error(field if field in form.fields else None, problem)

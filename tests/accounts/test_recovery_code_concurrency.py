@@ -1,7 +1,6 @@
 """A recovery code works once even when two sign-ins present it at the same moment: real threads, real
 transactions, PostgreSQL row locks."""
 
-import pyotp
 import pytest
 from django.db import connection
 
@@ -10,7 +9,6 @@ from accounts.models import RecoveryCode
 from audit.models import AuditEvent
 from tests import factories
 from tests.concurrent_requests import fire_concurrently
-from tests.log_scan import register_secret
 
 pytestmark = [
     pytest.mark.postgres,
@@ -21,10 +19,7 @@ pytestmark = [
 
 def _user_with_codes():
     user = factories.make_user(org=factories.make_org())
-    totp = pyotp.TOTP(services.two_factor_setup(user=user).secret)
-    codes = services.two_factor_enable(user=user, otp=totp.now())
-    for code in codes:
-        register_secret(code)
+    _, codes = factories.enable_two_factor(user)
     return user, codes
 
 

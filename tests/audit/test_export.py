@@ -3,8 +3,6 @@
 import csv
 import io
 import json
-import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -12,6 +10,7 @@ import pytest
 from rest_framework import serializers
 
 from audit.export import csv_chunks, export_filename, json_chunks, timestamp_text
+from tests.purity import assert_imports_without_django
 
 ROWS = [(uuid.UUID(int=2), "sign", "2026-03-04 12:00:00+00", '{"a": 1}'),
         (uuid.UUID(int=1), "team.invite_sent", "2026-03-04 11:59:59.000005+00",
@@ -19,8 +18,7 @@ ROWS = [(uuid.UUID(int=2), "sign", "2026-03-04 12:00:00+00", '{"a": 1}'),
 
 
 def test_the_export_module_imports_without_django():
-    code = "import sys, audit.export; assert not [m for m in sys.modules if m.split('.')[0] == 'django']"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=__file__.rsplit("/tests/", 1)[0])
+    assert_imports_without_django(["audit.export"])
 
 
 @pytest.mark.parametrize(("stored", "moment"), [

@@ -1,14 +1,13 @@
 """Audit events in words (no database): every type the code writes has a sentence; unknown ones read as words."""
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from audit.models import AuditEvent
 from audit.wording import _DESCRIBERS, TYPE_LABELS, Names, describe, type_label
+from tests.purity import assert_imports_without_django
 
 ROOT = Path(__file__).resolve().parents[2]
 GEN = "0f2a6d1e-1111-4c3b-9a55-2d7c2f6b8e01"
@@ -18,8 +17,7 @@ NAMES = Names(generators={GEN: "Studio"}, users={ALICE: "alice@example.com"}, we
 
 
 def test_the_wording_module_imports_without_django():
-    code = "import sys, audit.wording; assert not [m for m in sys.modules if m.split('.')[0] == 'django']"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+    assert_imports_without_django(["audit.wording"])
 
 
 def _written_types() -> set[str]:

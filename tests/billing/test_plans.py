@@ -1,5 +1,3 @@
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -9,6 +7,7 @@ from django.core.management import CommandError, call_command
 from accounts.models import Organization
 from accounts.plans import PLANS, plan_allows, upgrade_url
 from tests import factories
+from tests.purity import assert_imports_without_django
 
 PROJECT = Path(__file__).resolve().parents[2]
 # addendum section 6, row by row: monthly, annual per month, annual total, included, overage, seats, admin
@@ -47,10 +46,8 @@ def test_the_plan_table_imports_without_django(tmp_path, monkeypatch):
     (tmp_path / "billing").mkdir()
     (tmp_path / "billing" / "__init__.py").write_text("import django\n")
     monkeypatch.chdir(tmp_path)
-    code = ("import accounts.plans, billing.periods, accounts.credentials, provenance.c2pa_json, "
-            "provenance.phash_bands, sys; assert 'django' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": "/usr/bin:/bin"}, cwd=PROJECT,
-                   timeout=600)
+    assert_imports_without_django(["accounts.plans", "billing.periods", "accounts.credentials",
+                                   "provenance.c2pa_json", "provenance.phash_bands"])
 
 
 @pytest.mark.django_db

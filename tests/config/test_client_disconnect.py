@@ -7,7 +7,6 @@ fault at load, on PostgreSQL: `bench/faults.py disconnect`.
 
 import io
 import json
-import os
 import socket
 import sqlite3
 import subprocess
@@ -19,6 +18,7 @@ import pytest
 from PIL import Image
 
 from tests.proc_sockets import free_port
+from tests.production_env import production_env
 from tests.waiting import stop_process, wait_for_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,11 +47,7 @@ def server(tmp_path_factory):
         pytest.skip(f"gunicorn is not installed at {GUNICORN}")
     folder = tmp_path_factory.mktemp("disconnect")
     database = folder / "db.sqlite3"
-    env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="false", ALLOWED_HOSTS="127.0.0.1",
-               SECRET_KEY="disconnect-test-secret-key-0123456789-abcdefghijklmnop",
-               KEY_ENCRYPTION_KEY="disconnect-test-kek", TOKEN_SIGNING_KEY="disconnect-test-tsk",
-               LOG_SIGNING_KEY="disconnect-test-lsk", DATABASE_URL=f"sqlite:///{database}", LOG_LEVEL="WARNING")
+    env = production_env("disconnect", f"sqlite:///{database}")
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True,
                    capture_output=True, timeout=600)
     made = subprocess.run([sys.executable, "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True,

@@ -4,20 +4,17 @@ API's error envelope. Skipped where nginx is not installed (`apt-get install ngi
 
 import json
 import re
-import shutil
 import socket
-import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.nginx_site import NGINX, start_nginx
 from tests.proc_sockets import free_port
-from tests.waiting import port_open, wait_for_process
 
 PROJECT = Path(__file__).resolve().parents[2]
-NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None)
 RECORD = "0b8e1c4e-6a3c-4f5e-9a53-2f6f1c9d2b7a"
 # Every route whose app limit is over nginx's 1 MB default, with that limit (core/uploads.py, the views).
 UPLOAD_ROUTES = ["/v1/sign", "/v1/verify", f"/v1/records/{RECORD}/c2pa/embed", "/v1/c2pa/matches/byContent",
@@ -60,18 +57,7 @@ def proxy(tmp_path_factory):
     site = (PROJECT / "deploy" / "nginx.compose.conf").read_text()
     site = site.replace("server web:8000;", f"server 127.0.0.1:{upstream.server_port};")
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};").replace("listen [::]:80;", "")
-    (prefix / "site.conf").write_text(site)
-    (prefix / "nginx.conf").write_text(
-        f"daemon off; worker_processes 1; pid {prefix}/nginx.pid; error_log {prefix}/error.log;\n"
-        "events { worker_connections 64; }\n"
-        f"http {{ access_log off; include {prefix}/site.conf; }}\n")
-    process = subprocess.Popen([NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:  # bounded by the CPU nginx spends starting, not by the clock
-        wait_for_process(lambda: port_open(port), process, what="nginx start", cpu_budget=30)
-    except AssertionError:
-        process.kill()
-        pytest.fail(f"nginx did not start: {process.stderr.read().decode()}")
+    process = start_nginx(prefix, site, port)
     yield port
     process.terminate()
     process.wait(timeout=10)

@@ -16,7 +16,6 @@ Free organization's client posts until it is refused with 402, so its quota is u
 
 import http.client
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import psycopg
 import pytest
 
 from tests.own_services import OwnPostgres, free_port, postgres_bin, wait_for_port
+from tests.production_env import production_env
 from tests.waiting import process_tree, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,11 +64,7 @@ def cluster():
 
 
 def _env(pg: OwnPostgres) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="false", ALLOWED_HOSTS="127.0.0.1",
-               SECRET_KEY="restart-test-secret-key-0123456789-abcdefghijklmnop", KEY_ENCRYPTION_KEY="restart-kek",
-               TOKEN_SIGNING_KEY="restart-tsk", LOG_SIGNING_KEY="restart-lsk", DATABASE_URL=pg.url("restart"),
-               LOG_LEVEL="ERROR")
+    env = production_env("restart", pg.url("restart"), LOG_LEVEL="ERROR")
     return env
 
 

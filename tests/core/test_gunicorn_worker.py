@@ -118,22 +118,7 @@ def _in_event_loop(pid: int) -> bool:
 
 def _held(pids: list[int], port: int) -> int:
     """TCP connections on local `port`, in any state, that the processes still hold a descriptor of."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as lines:
-            next(lines)
-            for line in lines:
-                fields = line.split()
-                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] != "0A":  # 0A: listening
-                    inodes.add(fields[9])
-    held = 0
-    for pid in pids:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                held += os.readlink(f"/proc/{pid}/fd/{fd}")[8:-1] in inodes
-            except OSError:
-                continue
-    return held
+    return sum(connections_per_process(pids, port, any_state=True))
 
 
 def _answers(port: int) -> bool:

@@ -34,7 +34,7 @@ def test_generator_key_with_generator_matches_the_orm():
     # Covers the converters: a JSON list, binary key bytes, UUIDs and aware datetimes.
     org = factories.make_org(plan="pro")
     generator = factories.make_generator(org=org, formats=["image", "audio"])
-    lookup = ChildWithParents(GeneratorKey, "generator", match=("generator",), also="{child}.retired_at IS NULL")
+    lookup = ChildWithParents(GeneratorKey, "generator", match=("generator",), where=GeneratorKey.objects.current())
     found = lookup.get(generator.pk)
     expected = GeneratorKey.objects.select_related("generator").get(generator=generator, retired_at__isnull=True)
     assert_same_rows(found, expected, "generator")
@@ -47,7 +47,7 @@ def test_api_key_with_org_matches_the_orm_and_honours_the_extra_condition():
     org = factories.make_org()
     factories.make_api_key(org=org)
     api_key = ApiKey.objects.get(org=org)
-    lookup = ChildWithParents(ApiKey, "org", match=("lookup_id",), also="{child}.revoked_at IS NULL")
+    lookup = ChildWithParents(ApiKey, "org", match=("lookup_id",), where=ApiKey.objects.active())
     assert_same_rows(lookup.get(api_key.lookup_id), ApiKey.objects.select_related("org").get(pk=api_key.pk), "org")
 
     ApiKey.objects.filter(pk=api_key.pk).update(revoked_at=timezone.now())
@@ -57,7 +57,7 @@ def test_api_key_with_org_matches_the_orm_and_honours_the_extra_condition():
 def test_user_by_uuid_and_boolean_condition():
     org = factories.make_org()
     user = factories.make_user(org=org)
-    lookup = ChildWithParents(User, "org", match=("id",), also="{child}.is_active")
+    lookup = ChildWithParents(User, "org", match=("id",), where=User.objects.filter(is_active=True))
     assert_same_rows(lookup.get(user.pk), User.objects.select_related("org").get(pk=user.pk), "org")
     assert lookup.get(uuid.uuid4()) is None
     User.objects.filter(pk=user.pk).update(is_active=False)
@@ -90,6 +90,25 @@ def test_parents_must_be_tables_of_their_own():
         ChildWithParents(ApiKey, "org", "org", match=("lookup_id",))
     with pytest.raises(ValueError):
         ChildWithParents(ApiKey, match=("lookup_id",))
+
+
+def test_the_where_queryset_may_name_a_parents_fields_and_its_values_are_parameters():
+    org = factories.make_org(name="Studio")
+    factories.make_api_key(org=org)
+    api_key = ApiKey.objects.get(org=org)
+    named = ChildWithParents(ApiKey, "org", match=("lookup_id",), where=ApiKey.objects.filter(org__name="Studio"))
+    assert_same_rows(named.get(api_key.lookup_id), ApiKey.objects.select_related("org").get(pk=api_key.pk), "org")
+    hostile = ApiKey.objects.filter(org__name="x' OR '1'='1")
+    assert ChildWithParents(ApiKey, "org", match=("lookup_id",), where=hostile).get(api_key.lookup_id) is None
+
+
+def test_the_where_queryset_is_of_the_child_and_reaches_only_the_parents_joined_here():
+    with pytest.raises(ValueError):
+        ChildWithParents(ApiKey, "org", match=("lookup_id",), where=User.objects.filter(is_active=True))
+    through_another_key = ChildWithParents(ApiKey, "org", match=("lookup_id",),
+                                           where=ApiKey.objects.filter(user__is_active=True))
+    with pytest.raises(ValueError):
+        through_another_key.get("x")
 
 
 def test_one_query_and_values_are_parameters_not_sql():

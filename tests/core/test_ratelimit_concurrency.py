@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import types
 import uuid
@@ -19,12 +18,13 @@ from unittest import mock
 
 import pytest
 import requests
-from django.db import connection, connections
+from django.db import connection
 from django.test import override_settings
 
 from accounts.plans import PLANS
 from core import ratelimit
 from tests import factories
+from tests.concurrent_requests import released_together
 from tests.redis_server import requires_redis
 
 CONCURRENCY = 50
@@ -43,30 +43,7 @@ def _all_at_once(call, count: int = CONCURRENCY) -> list:
     margin of seconds holds on a machine busy enough."""
     frozen = time.time()
     with mock.patch.object(ratelimit, "time", types.SimpleNamespace(time=lambda: frozen)):
-        return _released_together(call, count)
-
-
-def _released_together(call, count: int) -> list:
-    barrier = threading.Barrier(count)
-    results: list = [None] * count
-    errors: list[BaseException] = []
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait()
-            results[index] = call()
-        except BaseException as exc:  # reported by the test, not lost in the thread
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not errors, errors
-    return results
+        return released_together([call] * count)
 
 
 def _assert_exactly_the_limit_admitted(counts: list[int]) -> None:

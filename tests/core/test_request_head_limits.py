@@ -9,7 +9,6 @@ own refusals envelopes). The attack run's probe was `byBinding?value=` and 100,0
 
 import contextlib
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import requests
 
 from tests.config.test_nginx import proxy  # noqa: F401 - the fixture: a real nginx with the compose site
 from tests.proc_sockets import free_port
+from tests.production_env import production_env
 from tests.waiting import process_tree, stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,11 +92,7 @@ def test_a_request_line_within_the_limit_reaches_the_view(client):
 @pytest.fixture(scope="module")
 def server_env(tmp_path_factory) -> dict[str, str]:
     database = tmp_path_factory.mktemp("head_limits") / "db.sqlite3"
-    env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="false", ALLOWED_HOSTS="127.0.0.1",
-               SECRET_KEY="head-limits-test-secret-key-0123456789-abcdefghijklmnop",
-               KEY_ENCRYPTION_KEY="head-limits-test-kek", TOKEN_SIGNING_KEY="head-limits-test-tsk",
-               LOG_SIGNING_KEY="head-limits-test-lsk", DATABASE_URL=f"sqlite:///{database}", LOG_LEVEL="WARNING")
+    env = production_env("head-limits", f"sqlite:///{database}")
     done = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -6,7 +6,6 @@ until gunicorn's 30 s worker timeout kills it, and a gthread thread until the cl
 """
 
 import json
-import os
 import selectors
 import socket
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.proc_sockets import free_port
+from tests.production_env import production_env
 from tests.waiting import stop_process, wait_for_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,13 +33,8 @@ def server_env(tmp_path_factory) -> dict[str, str]:
     if not GUNICORN.exists():
         pytest.skip(f"gunicorn is not installed at {GUNICORN}")
     database = tmp_path_factory.mktemp("slow_clients") / "db.sqlite3"
-    env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="false", ALLOWED_HOSTS="127.0.0.1",
-               SECRET_KEY="slow-clients-test-secret-key-0123456789-abcdefghijklmnop",
-               KEY_ENCRYPTION_KEY="slow-clients-test-kek", TOKEN_SIGNING_KEY="slow-clients-test-tsk",
-               LOG_SIGNING_KEY="slow-clients-test-lsk",
-               DATABASE_URL=f"sqlite:///{database}", BODY_READ_TIMEOUT=str(READ_TIMEOUT), BODY_READ_DEADLINE="30",
-               LOG_LEVEL="WARNING")
+    env = production_env("slow-clients", f"sqlite:///{database}",
+                         BODY_READ_TIMEOUT=str(READ_TIMEOUT), BODY_READ_DEADLINE="30")
     done = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     if done.returncode:

@@ -8,7 +8,6 @@ bench/served_memory.py prints the same figures for every family's large files.
 """
 
 import io
-import os
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from PIL import Image
 
 from tests import hostile_media
 from tests.proc_sockets import child_pids, free_port
+from tests.production_env import production_env
 from tests.waiting import process_tree, serving, stop_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,12 +57,7 @@ def server(tmp_path_factory):
     if not GUNICORN.exists():
         pytest.skip(f"gunicorn is not installed at {GUNICORN}")
     folder = tmp_path_factory.mktemp("worker-memory")
-    env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="false", ALLOWED_HOSTS="127.0.0.1",
-               SECRET_KEY="worker-memory-test-secret-key-0123456789-abcdefghijklmnop",
-               KEY_ENCRYPTION_KEY="worker-memory-kek", TOKEN_SIGNING_KEY="worker-memory-tsk",
-               LOG_SIGNING_KEY="worker-memory-lsk", DATABASE_URL=f"sqlite:///{folder / 'db.sqlite3'}",
-               LOG_LEVEL="WARNING", VERIFY_RATE_PER_MINUTE="100000")
+    env = production_env("worker-memory", f"sqlite:///{folder / 'db.sqlite3'}", VERIFY_RATE_PER_MINUTE="100000")
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True,
                    capture_output=True, timeout=300)
     subprocess.run([sys.executable, "manage.py", "createcachetable"], cwd=ROOT, env=env, check=True,

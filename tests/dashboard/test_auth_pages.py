@@ -24,12 +24,6 @@ def _next_code(totp: pyotp.TOTP) -> str:
     return totp.at(time.time() + 30)
 
 
-def _enable_2fa(user) -> pyotp.TOTP:
-    totp = pyotp.TOTP(services.two_factor_setup(user=user).secret)
-    services.two_factor_enable(user=user, otp=totp.now())
-    return totp
-
-
 def test_the_login_page_has_a_labelled_form_with_a_csrf_token():
     page = Client().get("/login")
     assert page.status_code == 200
@@ -66,7 +60,7 @@ def test_pages_send_anonymous_visitors_to_the_login_page():
 
 
 def test_with_2fa_the_login_asks_for_a_code_then_signs_in(owner):
-    totp = _enable_2fa(owner)
+    totp, _ = factories.enable_two_factor(owner)
     client = Client()
     response = _login(client, owner.email)
     assert response["Location"] == "/login/2fa"
@@ -78,7 +72,7 @@ def test_with_2fa_the_login_asks_for_a_code_then_signs_in(owner):
 
 
 def test_a_wrong_code_keeps_the_person_at_the_code_step_with_a_message_and_a_new_challenge(owner):
-    totp = _enable_2fa(owner)
+    totp, _ = factories.enable_two_factor(owner)
     client = Client()
     _login(client, owner.email)
     first = client.session["dashboard_2fa_challenge"]
@@ -95,7 +89,7 @@ def test_a_wrong_code_keeps_the_person_at_the_code_step_with_a_message_and_a_new
 
 
 def test_five_wrong_codes_lock_the_account_with_429(owner):
-    totp = _enable_2fa(owner)
+    totp, _ = factories.enable_two_factor(owner)
     wrong = "000000" if totp.now() != "000000" else "111111"
     for _ in range(5):
         client = Client()
@@ -208,7 +202,7 @@ def test_2fa_setup_shows_a_server_drawn_qr_code_and_the_secret_then_enables(owne
 
 
 def test_2fa_disable_needs_a_current_code(owner, page_client):
-    totp = _enable_2fa(owner)
+    totp, _ = factories.enable_two_factor(owner)
     client = page_client(owner)
     client.post("/dashboard/security/2fa/disable", {"otp": "000000" if totp.now() != "000000" else "111111"})
     owner.refresh_from_db()

@@ -44,14 +44,6 @@ def _enable_through_the_page(client: Client, user) -> tuple[pyotp.TOTP, list[str
     return totp, codes
 
 
-def _enable(user) -> tuple[pyotp.TOTP, list[str]]:
-    totp = pyotp.TOTP(services.two_factor_setup(user=user).secret)
-    codes = services.two_factor_enable(user=user, otp=totp.now())
-    for code in codes:
-        register_secret(code)
-    return totp, codes
-
-
 def _at_the_code_step(user) -> Client:
     client = Client()
     assert client.post("/login", {"email": user.email, "password": factories.PASSWORD})["Location"] == "/login/2fa"
@@ -93,7 +85,7 @@ def test_a_wrong_enable_code_shows_no_codes(owner, owner_page):
                                   "/dashboard/security/2fa/disable", "/dashboard/security/recovery-codes/new",
                                   "/dashboard/security/password"])
 def test_a_get_on_an_action_of_the_security_page_answers_the_page_and_changes_nothing(path, owner, owner_page):
-    _enable(owner)
+    factories.enable_two_factor(owner)
     response = owner_page.get(path, follow=True)
     assert response.status_code == 200 and response.redirect_chain == [("/dashboard/security", 302)]
     assert set(RecoveryCode.objects.filter(user=owner).values_list("used_at", flat=True)) == {None}
@@ -104,7 +96,7 @@ def test_a_get_on_an_action_of_the_security_page_answers_the_page_and_changes_no
 # --- the code step of the login --------------------------------------------------------------------
 
 def test_a_recovery_code_signs_in_at_the_code_step(owner):
-    _, codes = _enable(owner)
+    _, codes = factories.enable_two_factor(owner)
     client = _at_the_code_step(owner)
     done = client.post("/login/2fa", {"otp": codes[0]})
     assert done["Location"] == "/dashboard"
@@ -113,7 +105,7 @@ def test_a_recovery_code_signs_in_at_the_code_step(owner):
 
 
 def test_a_used_recovery_code_says_so_and_keeps_the_person_at_the_code_step(owner):
-    _, codes = _enable(owner)
+    _, codes = factories.enable_two_factor(owner)
     _at_the_code_step(owner).post("/login/2fa", {"otp": codes[0]})
     client = _at_the_code_step(owner)
     response = client.post("/login/2fa", {"otp": codes[0]}, follow=True)
@@ -124,7 +116,7 @@ def test_a_used_recovery_code_says_so_and_keeps_the_person_at_the_code_step(owne
 
 
 def test_a_malformed_code_is_a_form_error_that_burns_nothing(owner):
-    _enable(owner)
+    factories.enable_two_factor(owner)
     client = _at_the_code_step(owner)
     response = client.post("/login/2fa", {"otp": "12-34"})
     assert response.status_code == 200 and "Enter the 6-digit code" in response.content.decode()
@@ -132,7 +124,7 @@ def test_a_malformed_code_is_a_form_error_that_burns_nothing(owner):
 
 
 def test_five_wrong_codes_in_one_login_lock_the_account_with_429(owner):
-    totp, codes = _enable(owner)
+    totp, codes = factories.enable_two_factor(owner)
     client = _at_the_code_step(owner)
     for _ in range(4):
         assert client.post("/login/2fa", {"otp": _wrong(totp)})["Location"] == "/login/2fa"
@@ -145,7 +137,7 @@ def test_five_wrong_codes_in_one_login_lock_the_account_with_429(owner):
 
 
 def test_a_challenge_renewed_after_a_wrong_code_keeps_the_first_expiry(owner):
-    totp, _ = _enable(owner)
+    totp, _ = factories.enable_two_factor(owner)
     client = _at_the_code_step(owner)
     first = TwoFactorChallenge.objects.get(user=owner)
     client.post("/login/2fa", {"otp": _wrong(totp)})
@@ -154,7 +146,7 @@ def test_a_challenge_renewed_after_a_wrong_code_keeps_the_first_expiry(owner):
 
 
 def test_a_wrong_code_after_the_login_expired_goes_back_to_the_password_step(owner):
-    totp, _ = _enable(owner)
+    totp, _ = factories.enable_two_factor(owner)
     client = _at_the_code_step(owner)
     TwoFactorChallenge.objects.update(expires_at=TwoFactorChallenge.objects.get().created_at)
     response = client.post("/login/2fa", {"otp": _wrong(totp)}, follow=True)
@@ -164,7 +156,7 @@ def test_a_wrong_code_after_the_login_expired_goes_back_to_the_password_step(own
 
 
 def test_a_challenge_is_renewed_only_once_and_never_after_a_right_code(owner):
-    totp, _ = _enable(owner)
+    totp, _ = factories.enable_two_factor(owner)
     client = _at_the_code_step(owner)
     challenge = client.session["dashboard_2fa_challenge"]
     client.post("/login/2fa", {"otp": _wrong(totp)})
@@ -182,7 +174,7 @@ def test_a_challenge_is_renewed_only_once_and_never_after_a_right_code(owner):
 # --- regenerate and disable ------------------------------------------------------------------------
 
 def test_new_codes_need_the_password_and_end_the_old_ones(owner, owner_page):
-    _, old = _enable(owner)
+    _, old = factories.enable_two_factor(owner)
     wrong = owner_page.post("/dashboard/security/recovery-codes/new", {"codes-current_password": "nope"})
     assert wrong.status_code == 400 and "Your current password is not right." not in wrong.content.decode()
     assert "The password is not right." in wrong.content.decode()
@@ -198,7 +190,7 @@ def test_new_codes_need_the_password_and_end_the_old_ones(owner, owner_page):
 
 
 def test_turning_2fa_off_with_a_recovery_code_deletes_the_codes(owner, owner_page):
-    _, codes = _enable(owner)
+    _, codes = factories.enable_two_factor(owner)
     owner_page.post("/dashboard/security/2fa/disable", {"otp": codes[2]})
     owner.refresh_from_db()
     assert not owner.two_factor_enabled and not RecoveryCode.objects.filter(user=owner).exists()
@@ -206,7 +198,7 @@ def test_turning_2fa_off_with_a_recovery_code_deletes_the_codes(owner, owner_pag
 
 
 def test_the_security_page_says_when_no_codes_are_left(owner, owner_page):
-    _enable(owner)
+    factories.enable_two_factor(owner)
     RecoveryCode.objects.filter(user=owner).update(used_at=RecoveryCode.objects.first().created_at)
     assert "No recovery codes left." in owner_page.get("/dashboard/security").content.decode()
 

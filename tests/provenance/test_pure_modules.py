@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+from tests.purity import assert_imports_without_django
 
 PURE_MODULES = [
     "record_format.crypto",
@@ -18,21 +15,7 @@ PURE_MODULES = [
     "core.secret_ring",
     "verification.summary",
 ]
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_pure_modules_import_without_loading_django() -> None:
-    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
-    script = (
-        "import importlib, sys\n"
-        f"for name in {PURE_MODULES!r}:\n"
-        "    importlib.import_module(name)\n"
-        "loaded = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
-        "assert not loaded, loaded\n"
-        "print('ok')\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok"
+    assert_imports_without_django(PURE_MODULES)

@@ -26,6 +26,7 @@ from PIL import Image
 
 from tests.media import encode
 from tests.proc_sockets import child_pids, free_port
+from tests.production_env import production_env
 from tests.waiting import process_tree, stop_process, wait_until
 from tests.webhooks.receiver import Receiver
 
@@ -65,13 +66,9 @@ def served(tmp_path_factory):
     receiver = Receiver()
     folder = tmp_path_factory.mktemp("isolation")
     database = folder / "db.sqlite3"
-    env = {name: value for name, value in os.environ.items() if name not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="false", ALLOWED_HOSTS="127.0.0.1",
-               SECRET_KEY="isolation-test-secret-key-0123456789-abcdefghijklmnop",
-               KEY_ENCRYPTION_KEY="isolation-test-kek", TOKEN_SIGNING_KEY="isolation-test-tsk",
-               LOG_SIGNING_KEY="isolation-test-lsk", DATABASE_URL=f"sqlite:///{database}", LOG_LEVEL="WARNING",
-               WEBHOOK_ALLOW_PRIVATE_TARGETS="true", WEBHOOK_TIMEOUT_SECONDS=str(TIMEOUT),
-               VERIFY_RATE_PER_MINUTE="100000", RECEIVER_PORT=str(receiver.port), WEB_CONCURRENCY="2")
+    env = production_env("isolation", f"sqlite:///{database}",
+                         WEBHOOK_ALLOW_PRIVATE_TARGETS="true", WEBHOOK_TIMEOUT_SECONDS=str(TIMEOUT),
+                         VERIFY_RATE_PER_MINUTE="100000", RECEIVER_PORT=str(receiver.port), WEB_CONCURRENCY="2")
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True,
                    capture_output=True, timeout=300)
     made = subprocess.run([sys.executable, "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True,
