@@ -16,8 +16,8 @@ bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")]
 workers = int(os.environ.get("WEB_CONCURRENCY") or len(os.sched_getaffinity(0)))  # nproc
 
 # gthread keeps the proxy's upstream connections alive in a poller without holding the thread, and this
-# subclass reads requests there until they are whole; one thread a worker because 4 measured 40% slower
-# (GIL contention, docs/performance.md).
+# subclass reads requests there until they are whole; one thread a worker because more threads contend
+# for the GIL and were slower (docs/performance.md, "Figures behind code comments").
 worker_class = "core.gunicorn_worker.WholeRequestWorker"  # gthread, balanced, whole requests only
 threads = 1
 # Its deadlines come from the environment: HEADER_READ_TIMEOUT (10 s for a whole head) and the app's

@@ -27,7 +27,8 @@ class Usage:
 
 def signatures_used_this_month(org: Organization) -> int:
     """Signatures the organization made in the current calendar month (UTC)."""
-    # Read on every usage call and quota check: plain SQL (the ORM's compilation cost 4x the query).
+    # Read on every usage call and quota check: plain SQL, since compiling the ORM's query cost more
+    # than running it (docs/performance.md, "Figures behind code comments").
     # (org, period_start) is unique.
     table = UsageCounter._meta.db_table
     org_value = UsageCounter._meta.get_field("org").get_db_prep_value(org.pk, connection)

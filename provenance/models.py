@@ -65,7 +65,8 @@ class Record(models.Model):
             # GET /v1/records filtered by generator, model or format, newest first, without a sort: a
             # filter matching few of an organization's many records reads only those, and its count is
             # an index-only scan. The organization is in each (the generator's too: PostgreSQL's generic
-            # plan for a prepared statement otherwise preferred another index and took 270 ms).
+            # plan for a prepared statement otherwise preferred another index, docs/performance.md,
+            # "Figures behind code comments").
             models.Index(fields=["generator", "org", "-signed_at"], name="record_generator_newest"),
             models.Index(fields=["org", "model", "-signed_at"], name="record_org_model_newest"),
             models.Index(fields=["org", "format", "-signed_at"], name="record_org_format_newest"),

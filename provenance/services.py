@@ -175,7 +175,8 @@ def _signature_holds(draft: RecordDraft, message: bytes) -> bool:
 
 
 def _verify_in_parallel(items: list[tuple[RecordDraft, bytes]]) -> list[bool]:
-    # pyca's ML-DSA-65 verify releases the GIL (two threads measured 2.0x one here). One chunk per
+    # pyca's ML-DSA-65 verify releases the GIL, so threads verify in parallel (docs/performance.md,
+    # "Figures behind code comments"). One chunk per
     # core, the calling thread taking the first: a task per signature cost more in hand-offs than
     # it saved once the workers were busy.
     chunks = max(1, min(os.cpu_count() or 1, len(items) // PARALLEL_VERIFY_MIN))

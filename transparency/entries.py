@@ -33,7 +33,7 @@ def entry_bytes(*, record_id: str, signed_payload: dict[str, str], signature: by
     # RFC 8785 for an object of strings under ASCII keys is exactly this: keys sorted, no whitespace,
     # only `"`, `\\` and controls escaped (lowercase \u00xx), UTF-8. canonical_json.canonicalize gives the
     # same bytes (tests/transparency/test_note.py checks it) but walks strings character by character,
-    # 7 ms for an entry's 4.4 KB signature: the sequencer's whole budget for 700 records.
+    # too slow for the sequencer's budget (docs/performance.md, "Figures behind code comments").
     entry = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     if len(entry) > MAX_ENTRY_BYTES:
         raise ValueError(f"a log entry is at most {MAX_ENTRY_BYTES} bytes")
