@@ -62,7 +62,7 @@ class Media:
 # signature check) and its hashing; each family adds what reading its mark or fingerprint decodes.
 # The coefficients are measured (bench/verify_budget.py, docs/performance.md) and kept on the high side.
 UNITS_PER_FILE = 0.1
-BYTES_PER_UNIT = 100 * 1024 * 1024  # hashing (SHA-256: 30 ms for 50 MB) and the copies around it
+BYTES_PER_UNIT = 100 * 1024 * 1024  # hashing (SHA-256) and the copies around it
 
 
 @dataclass(frozen=True)

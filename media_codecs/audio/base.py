@@ -37,10 +37,9 @@ MAX_DECODED_SAMPLES = MAX_SECONDS * 48_000 * 2
 # Marking streams the audio in blocks of BLOCK_FRAMES frames and keeps only the 8 kHz channel mix, the mark
 # (float32) and per-cell arrays: about 7 MB a minute whatever the rate and channel count, on top of the
 # file's own copies in the request (four of them in bench/hostile.py). Past this many samples (frames x
-# channels: 6.8 minutes of 44.1 kHz stereo, 13.6 minutes mono) audio is signed with its token alone. Measured
-# with bench/hostile.py: a 6-minute FLAC (39 MB) marked at a 425 MB peak, a 50 MB 16-bit stereo WAV (26
-# million samples) at 470 MB; a 47 MB FLAC of 7.7 minutes took 486 MB and a 50 MB WAV of 19.8 minutes of
-# 8-bit mono 510 MB, too close to or over the 500 MB a worker may use (docs/decisions.md).
+# channels: 6.8 minutes of 44.1 kHz stereo, 13.6 minutes mono) audio is signed with its token alone: the
+# longer files bench/hostile.py marked came too close to or over the 500 MB a worker may use
+# (docs/performance.md, "Figures behind code comments").
 MAX_MARKED_SAMPLES = 36_000_000
 BLOCK_FRAMES = 1 << 16
 # Verification reads the mark from at most this much audio, from the middle: the mark repeats every

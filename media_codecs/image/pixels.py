@@ -105,9 +105,9 @@ def decode_webp(data: bytes) -> np.ndarray:
     """Decode a WebP still as an RGB or RGBA array (a picture, see `Picture`), with libwebp straight into
     the array when the system has libwebp, else through OpenCV.
 
-    OpenCV's decoder holds an RGBA canvas beside its result: a 49 MP WebP peaked 280 MB over the worker
-    against 165 MB this way, for the same pixels (libwebp's own, which OpenCV and Pillow also call; the
-    lossy ones too, tests/media_codecs/test_webp.py). Raises CorruptMedia, MediaTooLarge.
+    OpenCV's decoder holds an RGBA canvas beside its result, so it peaks far higher for the same pixels
+    (libwebp's own, which OpenCV and Pillow also call; the lossy ones too, tests/media_codecs/test_webp.py;
+    figures: docs/performance.md, "Figures behind code comments"). Raises CorruptMedia, MediaTooLarge.
     """
     import ctypes
 
@@ -316,8 +316,8 @@ def watermark_image(image: Picture, mark_id: int) -> Image.Image:
 
 
 def _add_in_place(rows: np.ndarray, step: np.ndarray, colour_channels: int) -> None:
-    # Integer pixels plus a rounded delta is the rounded sum; int16 arithmetic is about 5x cheaper
-    # than float32 on a 12-megapixel image (0.1 s against 0.5 s here).
+    # Integer pixels plus a rounded delta is the rounded sum, and int16 arithmetic is much cheaper than
+    # float32 on a large image (docs/performance.md, "Figures behind code comments").
     import numpy as np
 
     if rows.ndim == 2:

@@ -171,7 +171,7 @@ def extract_luma(y: np.ndarray) -> int | None:
         return mark_id
     # The lattice search takes the centre of that residual (whitening is local). Each guess then
     # whitens its own resampled luminance: resampling the residual instead lost more of a small
-    # copy's mark (copies at 50% and JPEG 75: 5/40 read against 11/40).
+    # copy's mark (docs/performance.md, "Figures behind code comments").
     window = _centre_window(y, _SYNC_WINDOW)
     refined = False
     for transform in _lattice_candidates(_centre_window(residual, _SYNC_WINDOW)):
