@@ -12,9 +12,9 @@ import sys
 # Buffers under glibc's mmap threshold come from the heap: Pillow's pixels (in blocks of at most 16 MB), numpy's
 # smaller planes. After a 49-megapixel image the worker's arenas hold a few hundred MB of such free blocks,
 # which glibc only hands back from the top of each heap, and the next large request piles its own on the
-# fragments: 230-370 MB kept after the request and 650 MB at the next peak (docs/performance.md, "Worker
-# memory"). malloc_trim returns every free page of every arena; it runs only when a request left the
-# worker TRIM_ABOVE over its idle size, so ordinary requests keep the reuse the thresholds above bought.
+# fragments (docs/performance.md, "Worker memory"). malloc_trim returns every free page of every arena; it
+# runs only when a request left the worker TRIM_ABOVE over its idle size, so ordinary requests keep glibc's
+# reuse of the blocks they freed.
 # What a trim cannot return (Python's own object arenas, a leak) is left to a restart.
 
 TRIM_ABOVE = 40 * 1024 * 1024  # RSS over the idle size after a request: trim the heap
