@@ -6,6 +6,7 @@ import datetime
 import shutil
 import subprocess
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -127,6 +128,50 @@ def test_an_authority_that_never_answers_is_given_up_after_the_timeout(settings)
             tsa.stamp(SIGNATURE, url=f"http://127.0.0.1:{server.server_port}/")
     finally:
         _Hanging.release.set()
+        server.shutdown()
+        server.server_close()
+
+
+class _Trickling(BaseHTTPRequestHandler):
+    """Announces a token-sized answer, then sends it a byte every 50 ms, for at most 400 bytes."""
+
+    sent = 0
+    finished = threading.Event()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/timestamp-reply")
+        self.send_header("Content-Length", "400")
+        self.end_headers()
+        try:
+            for _ in range(400):
+                self.wfile.write(b"\0")
+                self.wfile.flush()
+                type(self).sent += 1
+                time.sleep(0.05)
+        except OSError:  # the client hung up
+            pass
+        finally:
+            type(self).finished.set()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_authority_that_trickles_its_answer_is_given_up_before_it_ends(settings):
+    # The whole answer would take 20 s: the client must hang up before its end, not read it all and then
+    # find the deadline passed.
+    settings.TSA_TIMEOUT_SECONDS = 0.5
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Trickling)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(tsa.TimestampUnavailable, match="took too long"):
+            tsa.stamp(SIGNATURE, url=f"http://127.0.0.1:{server.server_port}/")
+        assert _Trickling.finished.wait(60)
+        assert _Trickling.sent < 400
+    finally:
         server.shutdown()
         server.server_close()
 
