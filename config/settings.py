@@ -154,6 +154,9 @@ WEBHOOK_DELIVERY_THREADS = env_int("WEBHOOK_DELIVERY_THREADS", 32)  # per proces
 # connect to last byte.
 TSA_URL = env_str("TSA_URL", "")
 TSA_TIMEOUT_SECONDS = env_float("TSA_TIMEOUT_SECONDS", 5.0)
+# PEM file of the root certificates the time-stamp authority chains to: verification checks stamps against
+# them, and GET /v1/c2pa/trust-anchors lists them beside the signing roots.
+TSA_ROOTS_FILE = env_str("TSA_ROOTS_FILE", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -7,10 +7,13 @@ wait gets TSA_TIMEOUT_SECONDS, and the body is read as it arrives with the time 
 piece, so a TSA that trickles its answer is given up within two timeouts of the request.
 """
 
+import functools
 import time
 
 import requests
 import urllib3
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
 from django.conf import settings
 
 from record_format import timestamp
@@ -60,3 +63,16 @@ def _read_bounded(answer: requests.Response, deadline: float) -> bytes:
         if time.monotonic() > deadline:
             raise TimestampUnavailable("the time-stamp authority took too long to answer")
     return bytes(body)
+
+
+def tsa_roots() -> tuple[bytes, ...]:
+    """The DER root certificates of settings.TSA_ROOTS_FILE (none when unset): what stamps must chain to."""
+    return _roots_from(settings.TSA_ROOTS_FILE)
+
+
+@functools.cache
+def _roots_from(path: str) -> tuple[bytes, ...]:
+    if not path:
+        return ()
+    with open(path, "rb") as handle:
+        return tuple(c.public_bytes(Encoding.DER) for c in x509.load_pem_x509_certificates(handle.read()))
