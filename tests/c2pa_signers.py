@@ -115,3 +115,20 @@ def trusted_report(data: bytes, mime: str, anchors: Sequence[x509.Certificate] =
 
 def codes(report: dict, kind: str) -> list[str]:
     return [item["code"] for item in report["validation_results"]["activeManifest"][kind]]
+
+
+def tsa_stamper(url: str) -> TimeStamper:
+    """A time stamper asking the authority at `url` (tests/tsa_server.LocalTsa) for each message's token."""
+    import requests
+
+    from record_format import timestamp
+
+    def stamp(messages: Sequence[bytes]) -> list[bytes]:
+        tokens = []
+        for message in messages:
+            request = timestamp.request_for(message)
+            answer = requests.post(url, data=request.as_bytes(), timeout=30,
+                                   headers={"Content-Type": "application/timestamp-query"})
+            tokens.append(timestamp.token_from_response(answer.content, request))
+        return tokens
+    return stamp
