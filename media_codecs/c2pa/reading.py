@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cbor2
 
@@ -19,6 +19,7 @@ from media_codecs.c2pa import carriers
 from media_codecs.c2pa.manifest import (
     CLAIM_LABEL,
     COSE_ALG,
+    COSE_COUNTERSIGNATURE,
     COSE_KID,
     COSE_SIGN1_TAG,
     COSE_X5CHAIN,
@@ -29,6 +30,7 @@ from media_codecs.c2pa.manifest import (
     SIGNATURE_LABEL,
     SOFT_BINDING_LABEL,
     STORE_UUID,
+    TIME_STAMP_LABEL,
     sig_structure,
     superbox_content,
 )
@@ -55,6 +57,21 @@ class ReadManifest:
     manifest_count: int  # manifests in the store: 1 for ours alone, more when it carries upstream ones
     unprotected: dict = field(default_factory=dict)
     carrier: carriers.Carrier | None = None  # the format's, when read from a file
+    store_boxes: dict[str, bytes] = field(default_factory=dict)  # every manifest of the store: label -> superbox
+
+    @property
+    def countersignature(self) -> list | None:
+        """The RFC 9338 countersignature `[protected, unprotected, signature]` of a hybrid manifest, or None."""
+        value = self.unprotected.get(COSE_COUNTERSIGNATURE)
+        if (isinstance(value, list | tuple) and len(value) == 3 and isinstance(value[0], bytes)
+                and isinstance(value[1], dict) and isinstance(value[2], bytes)):
+            return list(value)
+        return None
+
+    @property
+    def time_stamp_token(self) -> bytes | None:
+        """The first RFC 3161 token of the claim signature's `sigTst2`, or None."""
+        return time_stamp_token(self.unprotected)
 
     @property
     def alg(self) -> object:
@@ -114,6 +131,15 @@ class Verification:
         return self.signature_valid and self.data_hash_valid and all(self.assertion_hashes.values())
 
 
+def time_stamp_token(unprotected: dict) -> bytes | None:
+    """The first token of a COSE unprotected header's `sigTst2` (`{"tstTokens": [{"val": bstr}]}`), or None."""
+    container = unprotected.get(TIME_STAMP_LABEL)
+    tokens = container.get("tstTokens") if isinstance(container, dict) else None
+    first = tokens[0] if isinstance(tokens, list | tuple) and tokens else None
+    value = first.get("val") if isinstance(first, dict) else None
+    return value if isinstance(value, bytes) else None
+
+
 def read_manifest(data: bytes) -> ReadManifest | None:
     """The active manifest of a JPEG or PNG, or None when it carries no store.
 
@@ -125,7 +151,8 @@ def read_manifest(data: bytes) -> ReadManifest | None:
     if found is None:
         return None
     manifests = store_manifests(found.store)
-    return parse_manifest(manifests[-1], found.start, found.length, len(manifests), carrier)
+    manifest = parse_manifest(manifests[-1], found.start, found.length, len(manifests), carrier)
+    return replace(manifest, store_boxes={box.label: box.raw for box in manifests})
 
 
 def store_manifests(store_bytes: bytes) -> list[jumbf.SuperBox]:
