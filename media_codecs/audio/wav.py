@@ -32,6 +32,8 @@ from media_codecs.riff import Chunk, make_chunk
 if TYPE_CHECKING:
     import numpy as np
 
+    from media_codecs.c2pa.carriers import Carrier
+
 TOKEN_CHUNK = b"svct"
 _LARGE_RIFF = (b"RF64", b"BW64")  # 64-bit sizes in a ds64 chunk: recognised, refused
 MAX_CHUNKS = 1_024  # a WAV has a handful; a broadcast file with markers a few dozen
@@ -167,6 +169,13 @@ class WavCodec(AudioCodec):
             return SCORE_MAGIC
         return SCORE_NONE
 
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """The store travels in a `C2PA` chunk; the C2PA package is imported when a manifest is first met."""
+        from media_codecs.c2pa.carriers.riff import WAV_CARRIER
+
+        return WAV_CARRIER
+
     def parse(self, data: bytes) -> WavFile:
         return parse_wav(data)
 
@@ -195,9 +204,11 @@ class WavCodec(AudioCodec):
             raise CorruptMedia("the WAV token chunk is not ASCII") from None
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """The file without any `svct` chunk, rebuilt with valid sizes and pad bytes."""
+        """The file without any `svct` chunk or C2PA manifest store (`C2PA`, the other container a signed
+        WAV may gain), rebuilt with valid sizes and pad bytes."""
         wav = self.media(content).container
-        return assemble([chunk for chunk in wav.chunks if chunk.fourcc != TOKEN_CHUNK], wav.trailer)
+        return assemble([chunk for chunk in wav.chunks if chunk.fourcc not in (TOKEN_CHUNK, riff.C2PA_CHUNK)],
+                        wav.trailer)
 
     def decode(self, media: Media) -> np.ndarray:
         wav = media.container

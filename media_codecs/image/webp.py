@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import numpy as np
     from PIL import Image
 
+    from media_codecs.c2pa.carriers import Carrier
+
 # VP8X flags byte (container spec, "Extended File Format"): Rsv Rsv I L E X A R.
 FLAG_ICC, FLAG_ALPHA, FLAG_EXIF, FLAG_XMP, FLAG_ANIMATION = 0x20, 0x10, 0x08, 0x04, 0x02
 _IMAGE_CHUNKS = (b"VP8 ", b"VP8L")
@@ -195,6 +197,13 @@ class WebpCodec(ImageCodec):
     magic = ((0, b"RIFF"), (8, b"WEBP"))  # RIFF with form type WEBP
     max_sign_pixels = 16_777_216  # 4096 x 4096; libwebp's encoder needs about 20 bytes a pixel
 
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """The store travels in a `C2PA` chunk; the C2PA package is imported when a manifest is first met."""
+        from media_codecs.c2pa.carriers.riff import WEBP_CARRIER
+
+        return WEBP_CARRIER
+
     def parse(self, data: bytes) -> tuple[list[Chunk], memoryview]:
         return parse_chunks(data)
 
@@ -225,14 +234,16 @@ class WebpCodec(ImageCodec):
         return None if index is None else xmp.read_token(chunks[index].payload)
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """Remove our token; the XMP chunk and the XMP flag go when nothing else is left.
+        """Remove our token and any C2PA manifest store (the `C2PA` chunk, the other container a signed
+        WebP may gain); the XMP chunk and the XMP flag go when nothing else is left.
 
         A VP8X that only restates the bitstream is dropped too, which returns a simple
         file to its original bytes. Raises UnsupportedFormat, CorruptMedia.
         """
         media = self.media(content)
         chunks, trailer = media.container
-        stripped = _simplified(_without_token(list(chunks)))
+        kept = [chunk for chunk in chunks if chunk.fourcc != riff.C2PA_CHUNK]
+        stripped = _simplified(_without_token(kept))
         return media.data if stripped == chunks else assemble(stripped, trailer)
 
     def decoder_input(self, media: Media) -> bytes:
