@@ -17,6 +17,10 @@ from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
 HEADER_BYTES = 10
 MAX_FRAMES = 4_096  # a well-tagged song has a few dozen
+# A C2PA manifest store travels in a GEOB frame of one of these MIME types (c2pa-rs id3_helper.rs; the
+# second is the older name), with the file name and description c2pa-rs writes.
+C2PA_MIME_TYPES = (b"application/c2pa", b"application/x-c2pa-manifest-store")
+C2PA_FILE_NAME, C2PA_DESCRIPTION = b"c2pa", b"c2pa manifest store"
 _UNSYNCHRONISED, _EXTENDED, _FOOTER = 0x80, 0x40, 0x10
 _ENCODINGS = {0: "latin-1", 1: "utf-16", 2: "utf-16-be", 3: "utf-8"}
 
@@ -121,6 +125,49 @@ def tag_bytes(tag: Tag) -> bytes:
     header = b"ID3" + bytes([tag.version, tag.revision, tag.flags]) + size
     footer = b"3DI" + header[3:] if tag.flags & _FOOTER else b""
     return header + body + footer
+
+
+def header_bytes(tag: Tag, body_size: int) -> bytes:
+    """The 10-byte tag header for a body (extended header, frames, padding) of `body_size` bytes."""
+    return b"ID3" + bytes([tag.version, tag.revision, tag.flags]) + _to_syncsafe(body_size)
+
+
+def footer_bytes(tag: Tag, body_size: int) -> bytes:
+    """The footer a v2.4 tag flagged for one ends with (empty otherwise)."""
+    return b"3DI" + header_bytes(tag, body_size)[3:] if tag.flags & _FOOTER else b""
+
+
+def frame_header(tag: Tag, frame_id: bytes, size: int) -> bytes:
+    """A frame header (no flags) for `tag`'s version: sync-safe size in v2.4, plain in v2.3."""
+    return frame_id + (_to_syncsafe(size) if tag.version == 4 else size.to_bytes(4, "big")) + b"\x00\x00"
+
+
+def c2pa_geob_head(tag: Tag, store_size: int) -> bytes:
+    """A C2PA GEOB frame up to its object: header, encoding (UTF-8, as c2pa-rs writes), MIME type, file
+    name and description, each NUL-terminated. The store follows."""
+    fields = b"\x03" + C2PA_MIME_TYPES[0] + b"\x00" + C2PA_FILE_NAME + b"\x00" + C2PA_DESCRIPTION + b"\x00"
+    return frame_header(tag, b"GEOB", len(fields) + store_size) + fields
+
+
+def c2pa_object(frame: Frame) -> bytes | memoryview | None:
+    """The object of a GEOB frame whose MIME type is C2PA's (a view into the frame), or None for any other
+    frame, or a transformed one (compressed, encrypted: its flags set). Raises CorruptMedia for a C2PA GEOB
+    whose file name or description is not terminated."""
+    if frame.id != b"GEOB" or frame.flags & 0x00FF or len(frame.raw) < HEADER_BYTES + 2:
+        return None
+    data = memoryview(frame.raw)[HEADER_BYTES:]
+    mime_end = bytes(data[: 1 + 256]).find(b"\x00", 1)
+    if mime_end < 0 or bytes(data[1:mime_end]) not in C2PA_MIME_TYPES:
+        return None
+    terminator = b"\x00\x00" if data[0] in (1, 2) else b"\x00"
+    head = bytes(data[: mime_end + 1 + 2 * 1024])  # a file name and a description of a few bytes each
+    position = mime_end + 1
+    for _ in range(2):  # the file name, then the description
+        end = _terminator_at(head, position, terminator)
+        if end < 0:
+            raise CorruptMedia("a C2PA GEOB frame's file name or description is not terminated")
+        position = end + len(terminator)
+    return data[position:]
 
 
 def new_tag() -> Tag:
