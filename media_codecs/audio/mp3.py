@@ -104,7 +104,10 @@ class Mp3Codec(AudioCodec):
     mime_type = "audio/mpeg"
 
     def score(self, head: bytes) -> int:
-        """SCORE_MAGIC for an ID3v2 header, or two consecutive Layer III frames, at offset 0."""
+        """SCORE_MAGIC for an ID3v2 header (but one a FLAC follows), or two consecutive Layer III frames, at
+        offset 0."""
+        if head[id3.HEADER_BYTES : id3.HEADER_BYTES + 4] == b"fLaC":  # the registry's head: the tag's header,
+            return SCORE_NONE  # then what follows the tag (flac.is_flac_head)
         if id3.tag_length(head[: id3.HEADER_BYTES]) is not None or mpeg.starts_stream(head, 0):
             return SCORE_MAGIC
         return SCORE_NONE
