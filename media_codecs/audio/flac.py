@@ -253,7 +253,7 @@ def id3_without_store(flac: FlacFile) -> bytes | memoryview:
     tag = flac.id3_tag
     if tag is None:
         return flac.id3_raw
-    kept = [frame for frame in tag.frames if id3.c2pa_object(frame) is None]
+    kept = [frame for frame in tag.frames if not id3.is_c2pa_store(frame)]
     if len(kept) == len(tag.frames):
         return flac.id3_raw
     return id3.tag_bytes(id3.with_frames(tag, kept)) if kept else b""

@@ -143,22 +143,36 @@ def frame_header(tag: Tag, frame_id: bytes, size: int) -> bytes:
 
 
 def c2pa_geob_head(tag: Tag, store_size: int) -> bytes:
-    """A C2PA GEOB frame up to its object: header, encoding (UTF-8, as c2pa-rs writes), MIME type, file
-    name and description, each NUL-terminated. The store follows."""
-    fields = b"\x03" + C2PA_MIME_TYPES[0] + b"\x00" + C2PA_FILE_NAME + b"\x00" + C2PA_DESCRIPTION + b"\x00"
+    """A C2PA GEOB frame up to its object: header, text encoding, MIME type, file name and description, each
+    NUL-terminated. The store follows. The encoding is UTF-8 in v2.4, as c2pa-rs writes it, and ISO-8859-1
+    in v2.3, which has no UTF-8 (the fields are ASCII: the same bytes either way)."""
+    encoding = b"\x03" if tag.version == 4 else b"\x00"
+    fields = encoding + C2PA_MIME_TYPES[0] + b"\x00" + C2PA_FILE_NAME + b"\x00" + C2PA_DESCRIPTION + b"\x00"
     return frame_header(tag, b"GEOB", len(fields) + store_size) + fields
 
 
-def c2pa_object(frame: Frame) -> bytes | memoryview | None:
-    """The object of a GEOB frame whose MIME type is C2PA's (a view into the frame), or None for any other
-    frame, or a transformed one (compressed, encrypted: its flags set). Raises CorruptMedia for a C2PA GEOB
-    whose file name or description is not terminated."""
+def _c2pa_mime_end(frame: Frame) -> int | None:
+    """Where a plain GEOB frame's MIME type ends in its data, when that type is C2PA's; None otherwise."""
     if frame.id != b"GEOB" or frame.flags & 0x00FF or len(frame.raw) < HEADER_BYTES + 2:
         return None
-    data = memoryview(frame.raw)[HEADER_BYTES:]
-    mime_end = bytes(data[: 1 + 256]).find(b"\x00", 1)
-    if mime_end < 0 or bytes(data[1:mime_end]) not in C2PA_MIME_TYPES:
+    head = bytes(frame.raw[HEADER_BYTES : HEADER_BYTES + 64])  # the longest C2PA type is 34 bytes
+    end = head.find(b"\x00", 1)
+    return end if end > 0 and head[1:end] in C2PA_MIME_TYPES else None
+
+
+def is_c2pa_store(frame: Frame) -> bool:
+    """Whether the frame is a GEOB of C2PA's MIME type (a manifest store), whatever its other fields hold.
+    A transformed frame (compressed, encrypted: its flags set) is not read as one."""
+    return _c2pa_mime_end(frame) is not None
+
+
+def c2pa_object(frame: Frame) -> memoryview | None:
+    """The object of a C2PA GEOB frame (a view into the frame), or None for any other frame. Raises
+    CorruptMedia when its file name or description is not terminated."""
+    mime_end = _c2pa_mime_end(frame)
+    if mime_end is None:
         return None
+    data = memoryview(frame.raw)[HEADER_BYTES:]
     terminator = b"\x00\x00" if data[0] in (1, 2) else b"\x00"
     head = bytes(data[: mime_end + 1 + 2 * 1024])  # a file name and a description of a few bytes each
     position = mime_end + 1

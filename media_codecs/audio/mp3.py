@@ -96,7 +96,7 @@ def _is_ours(frame: id3.Frame) -> bool:
 
 def _unhashed(frame: id3.Frame) -> bool:
     """Our token's frame, or a C2PA manifest store's: what the content hash leaves out."""
-    return _is_ours(frame) or id3.c2pa_object(frame) is not None
+    return _is_ours(frame) or id3.is_c2pa_store(frame)
 
 
 class Mp3Codec(AudioCodec):

@@ -163,6 +163,21 @@ def test_the_mp3_exclusion_is_the_store_alone_and_the_tag_keeps_its_version_and_
     before = id3.parse_tag(data[: id3.tag_length(data[:10])])
     assert tag.version == 3 and bytes(tag.padding) == bytes(before.padding)
     assert [f.id for f in tag.frames] == [*(f.id for f in before.frames), b"GEOB"]
+    assert tag.frames[-1].data[0] == 0  # ISO-8859-1: v2.3 has no UTF-8
+    geob, = mutagen_id3.ID3(io.BytesIO(out)).getall("GEOB")
+    assert geob.mime == "application/c2pa" and geob.data == found.store
+
+
+def test_a_malformed_c2pa_frame_is_still_left_out_of_the_content_hash() -> None:
+    data = SAMPLES["mp3-bare"].signed()
+    tag = id3.parse_tag(data[: id3.tag_length(data[:10])])
+    fields = b"\x03application/c2pa\x00abc"
+    broken = id3.Frame(b"GEOB", id3.frame_header(tag, b"GEOB", len(fields)) + fields)
+    hostile = id3.tag_bytes(id3.with_frames(tag, [*tag.frames, broken])) + data[id3.tag_length(data[:10]) :]
+    with pytest.raises(CorruptMedia):
+        read_manifest(hostile)
+    codec = get_codec("mp3")
+    assert codec.strip_token(hostile) == codec.strip_token(data) and strip_manifest(hostile) == data
 
 
 @pytest.mark.parametrize("name", ["mp3-bare", "flac-plain"])
@@ -256,7 +271,7 @@ def test_lying_id3_tags_and_frames_are_refused(after: str) -> None:
     two = _id3_with([_geob(good), _geob(good, b"application/x-c2pa-manifest-store")], audio_bytes)
     with pytest.raises(CorruptMedia, match="two"):
         read_manifest(two)
-    unterminated = id3.frame_header(id3.new_tag(), b"GEOB", 20) + b"\x03application/c2pa\x00abc"
+    unterminated = id3.frame_header(id3.new_tag(), b"GEOB", 21) + b"\x03application/c2pa\x00abc"
     past_file = _id3_with([_geob(good)], b"", size=len(_geob(good)) + 100) + audio_bytes[:50]
     assert checks.refused(past_file)  # the tag runs past the end of the file
     with pytest.raises(CorruptMedia, match="terminated"):

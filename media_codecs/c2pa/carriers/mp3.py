@@ -33,14 +33,15 @@ class Id3Carrier(Carrier):
     def find(self, data: bytes) -> Found | None:
         """The store in the C2PA GEOB frame, or None. Raises CodecError for a bad tag or two stores."""
         tag, end = self.tag(data)
-        objects = [item for item in (id3.c2pa_object(frame) for frame in tag.frames) if item is not None] if tag else []
-        if not objects:
+        frames = [frame for frame in tag.frames if id3.is_c2pa_store(frame)] if tag else []
+        if not frames:
             return None
-        if len(objects) > 1:
+        if len(frames) > 1:
             raise CorruptMedia("the ID3 tag has two C2PA manifest stores")
-        if len(objects[0]) > MAX_STORE_BYTES:
+        view = id3.c2pa_object(frames[0])
+        if len(view) > MAX_STORE_BYTES:
             raise MediaTooLarge("the C2PA manifest store is larger than 32 MB")
-        store = bytes(objects[0])
+        store = bytes(view)
         # Where c2pa-rs looks for it: the first place its bytes occur in the tag as stored. Not there at
         # all (an unsynchronised v2.3 tag escapes them), the store covers nothing and its binding fails.
         start = bytes(data[:end]).find(store)
@@ -50,7 +51,7 @@ class Id3Carrier(Carrier):
         tag, end = self.tag(data)
         if tag is None:
             return data
-        kept = [frame for frame in tag.frames if id3.c2pa_object(frame) is None]
+        kept = [frame for frame in tag.frames if not id3.is_c2pa_store(frame)]
         if len(kept) == len(tag.frames):
             return data
         rest = memoryview(data)[end:]
