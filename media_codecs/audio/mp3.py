@@ -3,7 +3,8 @@
 Token rule: `embed_token` removes every plain TXXX frame described `svc_token` (in any text
 encoding, any case) from the ID3v2 tag at the start of the file and appends ours (ISO-8859-1,
 no flags) after the tag's last frame; a file without a tag gets a new ID3v2.4 tag holding only
-that frame, without padding. `strip_token` removes those frames, and the whole tag when no frame
+that frame, without padding. `strip_token` removes those frames and a C2PA manifest store (a GEOB
+frame of type `application/c2pa`, media_codecs/c2pa/carriers/mp3.py), and the whole tag when no frame
 is left in it. The tag keeps its version, flags, extended header, padding and every other frame
 (APIC, TIT2, COMM...) byte for byte; everything after it (further tags, the Xing/LAME info frame,
 the audio, an APEv2 or ID3v1 tag at the end) is never touched. id3.py lists the tag edge cases.

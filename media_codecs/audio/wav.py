@@ -1,7 +1,8 @@
 """WAV: the token in a RIFF chunk of our own, `svct`, holding the token's ASCII bytes.
 
 Token rule: `embed_token` removes every `svct` chunk and inserts one, right before the `data`
-chunk (readers that stop at `data` still pass it); `strip_token` removes every `svct` chunk.
+chunk (readers that stop at `data` still pass it); `strip_token` removes every `svct` chunk, and
+the `C2PA` chunk of a manifest store (media_codecs/c2pa/carriers/riff.py).
 Every other chunk (fmt, fact, LIST/INFO, bext, id3, cue, smpl, unknown ones) is kept byte for
 byte and in order; the file is rebuilt with the RIFF size recomputed and a pad byte after every
 odd-sized chunk (one a writer left off at the end of the file is added). Bytes after the RIFF

@@ -5,6 +5,7 @@ simple file (one `VP8 ` or `VP8L` chunk) is converted to the extended format by 
 VP8X chunk with the canvas size and alpha flag read from the bitstream, then the XMP chunk
 is added and the XMP flag set. Stripping undoes exactly that, so a simple file comes back
 byte for byte. Chunks are kept as the exact bytes read; only the RIFF size is rewritten.
+Stripping also drops the `C2PA` chunk of a manifest store (media_codecs/c2pa/carriers/riff.py).
 
 Limit, checked while parsing: at most MAX_CHUNKS chunks (a still has at most six; an animation
 has one ANMF chunk per frame), of which at most MAX_METADATA_CHUNKS are not frames. The decoder
