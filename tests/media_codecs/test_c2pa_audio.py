@@ -128,6 +128,14 @@ def test_a_wav_whose_last_chunk_lacks_its_pad_byte_gets_it_before_the_store() ->
     assert checks.codes(checks.trusted_report(out, "audio/wav"), "failure") == checks.EXPECTED_FAILURES
 
 
+def test_bytes_after_the_riff_payload_stay_after_the_store() -> None:
+    data = audio.wav_bytes(audio.tone(0.2, 8000, 1), 8000) + b"TRAILER!"
+    out = checks.ml_dsa_embedded(data)
+    assert out.endswith(b"TRAILER!") and checks.strip_manifest(out) == data
+    assert checks.verify_manifest(out, checks.verify_ml_dsa).is_valid
+    assert checks.codes(checks.trusted_report(out, "audio/wav"), "failure") == checks.EXPECTED_FAILURES
+
+
 # -- the ID3 GEOB frame --------------------------------------------------------------------------------
 
 

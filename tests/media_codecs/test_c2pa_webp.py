@@ -4,11 +4,13 @@ signs; Pillow decodes the same pixels and exiftool still reads our token."""
 from __future__ import annotations
 
 import functools
+import io
 import subprocess
 
 import numpy as np
 import pytest
 from conftest import XMP_WITH_CREATOR, decoded, encode, exiftool_token, has_exiftool, photo, srgb_profile
+from PIL import Image
 
 from media_codecs import CorruptMedia, MediaTooLarge, get_codec
 from media_codecs.c2pa import carriers, embed, read_manifest
@@ -26,6 +28,13 @@ def _rgba() -> np.ndarray:
     return pixels
 
 
+def _animated() -> bytes:
+    frames = [Image.fromarray(photo("astronaut")[:64, :64] // (i + 1)) for i in range(3)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, "WEBP", save_all=True, append_images=frames[1:], duration=100, quality=70)
+    return buffer.getvalue()
+
+
 SAMPLES = {
     "lossy": checks.Sample("webp", "image/webp", functools.cache(
         lambda: encode(photo("astronaut")[:160, :200], "WEBP", quality=80))),
@@ -34,6 +43,7 @@ SAMPLES = {
     "extended": checks.Sample("webp", "image/webp", functools.cache(
         lambda: encode(photo("chelsea")[:120, :160], "WEBP", quality=85, icc_profile=srgb_profile(),
                        xmp=XMP_WITH_CREATOR))),
+    "animated": checks.Sample("webp", "image/webp", functools.cache(_animated)),
 }
 MIME = "image/webp"
 
