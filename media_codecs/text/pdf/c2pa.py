@@ -42,6 +42,7 @@ from media_codecs.text.pdf.update import xref_stream, xref_table
 MARKER = b"\n%svc c2pa manifest update\n"
 C2PA_RELATIONSHIP = "C2PA_Manifest"
 MAX_ASSOCIATED_FILES = 256  # a catalog's /AF lists a few files; each entry is resolved
+_MAX_MARKER_TRIES = 8
 _NAME = b"(Content Credentials)"
 _STREAM_HEAD = re.compile(
     rb"(\d{1,10}) 0 obj\n<</Type/EmbeddedFile/Subtype/application#2Fc2pa/Length (\d{1,10})>>stream\n")
@@ -97,10 +98,8 @@ def find_store(document: Document, store_limit: int) -> StoreLocation | None:
 
 def _associated_files(document: Document) -> list:
     value = document.reader.resolve(document.catalog.get("AF"))
-    if value is None:
+    if not isinstance(value, list):  # absent, or not an array: no associated file (as c2pa-rs reads it)
         return []
-    if not isinstance(value, list):
-        raise CorruptMedia("the PDF catalog's /AF is not an array")
     if len(value) > MAX_ASSOCIATED_FILES:
         raise MediaTooLarge(f"the PDF catalog's /AF lists more than {MAX_ASSOCIATED_FILES} files")
     return value
@@ -158,21 +157,31 @@ def removal_update(document: Document, location: StoreLocation) -> bytes:
 def without_our_manifest(document: Document) -> Document:
     """The document before our manifest update when the file ends with it; otherwise `document` itself."""
     data = document.data
-    start = data.rfind(MARKER, 0, document.sections[0].position)
-    if start < 0:
-        return document
+    end = document.sections[0].position
+    for _ in range(_MAX_MARKER_TRIES):  # the store itself may hold the marker's bytes: try earlier ones
+        start = data.rfind(MARKER, 0, end)
+        if start < 0:
+            break
+        previous = _before_our_update(data, start)
+        if previous is not None:
+            return previous
+        end = start
+    return document
+
+
+def _before_our_update(data: bytes, start: int) -> Document | None:
     head = _STREAM_HEAD.match(data, start + len(MARKER))
     if head is None:
-        return document
+        return None
     try:
         previous = read_document(data[:start])
         planned = plan_update(previous, int(head.group(2)))
     except (CodecError, ValueError):
-        return document
+        return None
     size = len(planned.head) + int(head.group(2)) + len(planned.tail)
-    if (len(data) - start == size and data.startswith(planned.head, start) and data.endswith(planned.tail)):
+    if len(data) - start == size and data.startswith(planned.head, start) and data.endswith(planned.tail):
         return previous
-    return document
+    return None
 
 
 def _af_with(document: Document, spec_number: int) -> bytes:
