@@ -329,8 +329,12 @@ def _hostile_files() -> dict[str, bytes]:
         "stco count past its box": _patched(out, b"stco", 8, (1 << 30).to_bytes(4, "big")),
         "too many top-level boxes": _insert_after_ftyp(out, _box(b"skip", b"") * (bmff.MAX_TOP_LEVEL_BOXES + 1)),
         "nested size 0": _patched(out, b"trak", -4, bytes(4)),
-        "deep nesting": _insert_after_ftyp(out, functools.reduce(lambda inner, _: _box(b"moov", inner), range(64),
-                                                                 b"")),
+        "a second moov, nested 64 deep": _insert_after_ftyp(out, functools.reduce(
+            lambda inner, _: _box(b"moov", inner), range(64), b"")),
+        "a JUMBF store nested 2,000 deep": _insert_after_ftyp(_signed("mp4"), _c2pa_box(functools.reduce(
+            lambda inner, _: _box(b"jumb", inner), range(2000), b""))),
+        "a JUMBF store of 100,000 boxes": _insert_after_ftyp(_signed("mp4"), _c2pa_box(_box(b"jumb", _box(
+            b"free", b"") * 100_000))),
         "fragmented": _insert_after_ftyp(out, _box(b"moof", _box(b"mfhd", bytes(8)))),
         "not ftyp first": out[4:8] + out[:4] + out[8:],
     }
@@ -364,12 +368,36 @@ def test_hostile_files_raise_codec_errors_only() -> None:
     ("c2pa box past the file", CorruptMedia), ("c2pa box with a huge store", CorruptMedia),
     ("two stores", CorruptMedia), ("no purpose terminator", CorruptMedia), ("an unknown purpose", CorruptMedia),
     ("an update manifest", UnsupportedFormat), ("a merkle box", UnsupportedFormat), ("truncated moov", CorruptMedia),
-    ("stco offsets past the file", CorruptMedia), ("stco count past its box", CorruptMedia),
-    ("too many top-level boxes", MediaTooLarge), ("fragmented", UnsupportedFormat),
+    ("too many top-level boxes", MediaTooLarge), ("not ftyp first", UnsupportedFormat),
 ])
 def test_each_hostile_file_is_refused_when_read(name: str, error: type[CodecError]) -> None:
     with pytest.raises(error):
         BMFF_CARRIER.find(_hostile()[name])
+
+
+@pytest.mark.parametrize(("name", "error"), [
+    ("stco offsets past the file", CorruptMedia), ("stco count past its box", CorruptMedia),
+    ("fragmented", UnsupportedFormat), ("nested size 0", CorruptMedia),
+    ("a second moov, nested 64 deep", CorruptMedia),
+])
+def test_each_hostile_file_is_refused_when_its_offsets_move(name: str, error: type[CodecError]) -> None:
+    with pytest.raises(error):
+        BMFF_CARRIER.strip(_hostile()[name])
+    with pytest.raises(error):
+        BMFF_CARRIER.layout(_hostile()[name], 1000)
+
+
+def test_a_file_without_a_store_is_read_at_its_top_level_only() -> None:
+    """Finding no store asks nothing of the tables: an upload with odd chunk offsets is still signable."""
+    odd = _patched(_signed("mp4"), b"stco", 12, (len(_signed("mp4")) + 10).to_bytes(4, "big"))
+    assert BMFF_CARRIER.find(odd) is None and BMFF_CARRIER.strip(odd) is odd
+    assert get_codec("mp4").strip_token(odd) == odd[: _boxes(odd)[-1].start]
+
+
+@pytest.mark.parametrize("name", ["a JUMBF store nested 2,000 deep", "a JUMBF store of 100,000 boxes"])
+def test_jumbf_bombs_are_refused_by_the_reader(name: str) -> None:
+    with pytest.raises((CorruptMedia, MediaTooLarge)):
+        read_manifest(_hostile()[name])
 
 
 def test_a_chunk_offset_into_the_store_is_refused_when_stripped() -> None:

@@ -236,10 +236,13 @@ class BmffCarrier(Carrier):
     binding_label = BINDING_LABEL
 
     def find(self, data: bytes) -> Found | None:
-        """The store of the C2PA `uuid` box (purpose `manifest`), or None. Raises CodecError."""
-        parsed = _parse(data)
+        """The store of the C2PA `uuid` box (purpose `manifest`), or None. Raises CodecError.
+
+        Only the top level is read: a file's tables matter when the store moves, not when it is found."""
+        if bytes(data[4:8]) != b"ftyp":
+            raise UnsupportedFormat("an ISO BMFF file must start with an ftyp box")
         found = None
-        for box in parsed.boxes:
+        for box in bmff.read_boxes(data, 0, len(data), top_level=True, limit=bmff.MAX_TOP_LEVEL_BOXES):
             if not is_c2pa_box(data, box):
                 continue
             payload = box.start + box.header  # version and flags (c2pa-rs reads neither), then the purpose
