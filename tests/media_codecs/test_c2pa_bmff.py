@@ -203,28 +203,59 @@ def test_co64_offsets_move_too() -> None:
 
 def _with_co64(data: bytes) -> bytes:
     """The file with every stco table written as co64 (moov last, so no chunk moves)."""
+    def wide(count: bytes, entries: bytes) -> tuple[bytes, bytes]:
+        return b"co64", count + b"".join(bytes(4) + entries[i : i + 4] for i in range(0, len(entries), 4))
+    return _rewrite_stco(data, wide)
+
+
+def _rewrite_stco(data: bytes, rewrite_table) -> bytes:
+    """The file with each stco box replaced by rewrite_table(count, entries) -> (type, payload after the
+    version and flags); moov must come after mdat, so no chunk moves."""
     boxes = _boxes(data)
     moov, = [box for box in boxes if box.type == b"moov"]
-    assert moov is boxes[-2]  # ftyp, free, mdat, moov, cerv
+    assert boxes.index(moov) > [box.type for box in boxes].index(b"mdat")
 
     def rewrite(start: int, end: int) -> bytes:
         out = b""
         for box in bmff.read_boxes(data, start, end, top_level=False, limit=1000):
             if box.type in (b"trak", b"mdia", b"minf", b"stbl"):
-                body = rewrite(box.payload_start, box.end)
-                out += (8 + len(body)).to_bytes(4, "big") + box.type + body
+                out += _box(box.type, rewrite(box.payload_start, box.end))
             elif box.type == b"stco":
-                count = int.from_bytes(data[box.payload_start + 4 : box.payload_start + 8], "big")
-                entries = data[box.payload_start + 8 : box.payload_start + 8 + 4 * count]
-                wide = b"".join(bytes(4) + entries[i : i + 4] for i in range(0, len(entries), 4))
-                body = data[box.payload_start : box.payload_start + 8] + wide
-                out += (8 + len(body)).to_bytes(4, "big") + b"co64" + body
+                count = data[box.payload_start + 4 : box.payload_start + 8]
+                entries = data[box.payload_start + 8 : box.payload_start + 8 + 4 * int.from_bytes(count, "big")]
+                kind, payload = rewrite_table(count, entries)
+                out += _box(kind, data[box.payload_start : box.payload_start + 4] + payload)
             else:
                 out += data[box.start : box.end]
         return out
 
-    body = rewrite(moov.payload_start, moov.end)
-    return data[: moov.start] + (8 + len(body)).to_bytes(4, "big") + b"moov" + body + data[moov.end :]
+    return data[: moov.start] + _box(b"moov", rewrite(moov.payload_start, moov.end)) + data[moov.end :]
+
+
+def test_layout_copies_only_the_offset_tables() -> None:
+    stripped = _signed("mp4")
+    layout = BMFF_CARRIER.layout(stripped, 20_000)
+    fresh = [piece for piece in (*layout.head, *layout.tail) if not isinstance(piece, memoryview)]
+    assert sum(len(piece) for piece in fresh) < 4_096  # the stco tables of a 1 s clip
+    mdat, = [box for box in _boxes(stripped) if box.type == b"mdat"]
+    assert any(isinstance(piece, memoryview) and piece.obj is stripped and len(piece) >= mdat.end - mdat.start
+               for piece in layout.tail)
+
+
+def test_a_table_of_more_chunks_than_samples_allowed_is_too_large() -> None:
+    many = 700_000  # past limits.MAX_SAMPLES
+    out = _rewrite_stco(_embedded("mp4"), lambda count, entries: (
+        b"stco", many.to_bytes(4, "big") + entries[:4] * many))
+    with pytest.raises(MediaTooLarge):
+        BMFF_CARRIER.strip(out)
+
+
+def test_many_exclusions_over_many_boxes_stay_bounded() -> None:
+    out = _insert_after_ftyp(_embedded("mp4"), _box(b"skip", b"") * 4_000)
+    manifest = read_manifest(out)
+    found = carriers.Found(b"", manifest.store_start, manifest.store_length)
+    content = {**manifest.assertions[BINDING_LABEL], "exclusions": [{"xpath": "/skip"}] * 64}
+    assert BMFF_CARRIER.binding_matches(out, found, content, "sha256") is False
 
 
 # -- c2pa-rs's files -----------------------------------------------------------------------------------

@@ -22,15 +22,17 @@ offsets would move (a top-level `meta` with `iloc`, `saio` in a sample table): U
 
 from __future__ import annotations
 
-import array
+import bisect
 import hashlib
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from media_codecs.c2pa.carriers.base import MAX_EXCLUSIONS, MAX_STORE_BYTES, Carrier, Found, Layout, Piece
 from media_codecs.errors import CodecError, CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.video import bmff
+from media_codecs.video.limits import MAX_SAMPLES
 
 C2PA_UUID = bytes.fromhex("d8fec3d61b0e483c92975828877ec481")
 BINDING_LABEL = "c2pa.hash.bmff.v3"
@@ -46,8 +48,10 @@ _DIGEST_SIZES = {"sha256": 32, "sha384": 48, "sha512": 64}
 # movie file holds. A FullBox container (`meta`) has 4 more header bytes.
 _XPATH_CONTAINERS = bmff.CONTAINERS | {b"udta", b"dinf", b"mfra", b"moof", b"traf", b"sinf", b"schi", b"meta"}
 _MAX_XPATH_DEPTH = 8
+_MAX_RANGES = 100_000
 _OFFSET_TABLES = {b"stco": 4, b"co64": 8}
 _STBL_PATH = (b"trak", b"mdia", b"minf", b"stbl")
+_END = 1 << 62  # past any offset a table may hold (they are checked to lie inside the file)
 
 
 def default_exclusions() -> list[dict]:
@@ -71,14 +75,9 @@ class _Table:
     def end(self) -> int:
         return self.start + self.count * self.width
 
-    def offsets(self, view: memoryview) -> array.array:
-        values = array.array("I" if self.width == 4 else "Q")
-        values.frombytes(view[self.start : self.end])
-        if values.itemsize != self.width:  # "I"/"Q" are 4/8 bytes on every platform CPython supports
-            raise RuntimeError("unexpected C integer sizes")
-        if sys.byteorder == "little":
-            values.byteswap()
-        return values
+    def offsets(self, view: memoryview) -> np.ndarray:
+        """The offsets as int64: a co64 entry past 2^63 reads negative and is refused as outside the file."""
+        return np.frombuffer(view[self.start : self.end], dtype=">u4" if self.width == 4 else ">i8").astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ def _meta_children(data: bytes | memoryview, meta: bmff.Box) -> list[bmff.Box]:
 
 def _tables(data: bytes | memoryview, moov: bmff.Box, file_size: int) -> Iterator[_Table]:
     """The stco/co64 tables of every track, checked: counts inside their box, offsets inside the file."""
-    seen = [0]
+    seen, chunks = [0], 0
 
     def children(box: bmff.Box) -> list[bmff.Box]:
         found = bmff.read_boxes(data, box.payload_start, box.end, top_level=False, limit=bmff.MAX_MOOV_BOXES)
@@ -151,7 +150,11 @@ def _tables(data: bytes | memoryview, moov: bmff.Box, file_size: int) -> Iterato
                     raise UnsupportedFormat("a file with sample auxiliary offsets (saio) carries no C2PA manifest "
                                             "here")
                 if box.type in _OFFSET_TABLES:
-                    yield _table(data, box, file_size)
+                    table = _table(data, box, file_size)
+                    chunks += table.count
+                    if chunks > MAX_SAMPLES:  # a chunk holds a sample at least
+                        raise MediaTooLarge(f"the tracks declare more than {MAX_SAMPLES:,} chunks")
+                    yield table
 
 
 def _table(data: bytes | memoryview, box: bmff.Box, file_size: int) -> _Table:
@@ -163,7 +166,7 @@ def _table(data: bytes | memoryview, box: bmff.Box, file_size: int) -> _Table:
     if count > (box.end - table.start) // width:
         raise CorruptMedia(f"the {box.type.decode()} box declares more chunks than it holds")
     offsets = table.offsets(memoryview(data))
-    if count and max(offsets) >= file_size:
+    if count and (int(offsets.max()) >= file_size or int(offsets.min()) < 0):
         raise CorruptMedia("a chunk offset points past the end of the file")
     return table
 
@@ -174,22 +177,17 @@ Moves = Sequence[tuple[int, int, int | None]]  # offsets in [low, high) get delt
 def _shifted(view: memoryview, table: _Table, moves: Moves) -> bytes:
     """The table's entries with each offset moved as `moves` says (None: it points into a removed box)."""
     values = table.offsets(view)
-    limit = (1 << (8 * table.width)) - 1
-    shifted = []
-    for value in values:
-        for low, high, delta in moves:
-            if low <= value < high:
-                if delta is None:
-                    raise CorruptMedia("a chunk offset points into the C2PA manifest box")
-                value += delta
-                break
-        if value > limit:
-            raise MediaTooLarge("a chunk offset no longer fits its stco table; the file is too large")
-        shifted.append(value)
-    result = array.array(values.typecode, shifted)
-    if sys.byteorder == "little":
-        result.byteswap()
-    return result.tobytes()
+    result = values.copy()
+    for low, high, delta in moves:
+        inside = (values >= low) & (values < high)
+        if not inside.any():
+            continue
+        if delta is None:
+            raise CorruptMedia("a chunk offset points into the C2PA manifest box")
+        result[inside] += delta
+    if table.width == 4 and len(result) and int(result.max()) > 0xFFFFFFFF:
+        raise MediaTooLarge("a chunk offset no longer fits its stco table; the file is too large")
+    return result.astype(">u4" if table.width == 4 else ">u8").tobytes()
 
 
 def _box_pieces(view: memoryview, box: bmff.Box, tables: Sequence[_Table], moves: Moves,
@@ -226,7 +224,7 @@ def stripped_boxes(data: bytes, *, real_size: bool = False) -> tuple[list[tuple[
         moves += [(position, box.start, -delta), (box.start, box.end, None)]
         delta += box.end - box.start
         position = box.end
-    moves.append((position, 1 << 64, -delta))
+    moves.append((position, _END, -delta))
     kept = [(box, _box_pieces(view, box, tables, moves, real_size=real_size)) for box in boxes if box not in removed]
     return kept, len(removed)
 
@@ -283,7 +281,7 @@ class BmffCarrier(Carrier):
         view = memoryview(stripped)
         size = self.wrapped_size(store_size)
         ftyp = parsed.boxes[0]
-        moves = [(0, ftyp.end, 0), (ftyp.end, 1 << 64, size)]
+        moves = [(0, ftyp.end, 0), (ftyp.end, _END, size)]
         regions: list[tuple[int, tuple[Piece, ...], bool]] = []
         for box in parsed.boxes[1:]:
             pieces = tuple(_box_pieces(view, box, parsed.tables, moves))
@@ -330,7 +328,7 @@ def _exclusion_ranges(data: bytes, exclusions: object) -> tuple[list[tuple[int, 
     if not isinstance(exclusions, list | tuple) or len(exclusions) > MAX_EXCLUSIONS:
         raise ValueError("bad exclusions")
     boxes = bmff.read_boxes(data, 0, len(data), top_level=True, limit=bmff.MAX_TOP_LEVEL_BOXES)
-    offsets = sorted(box.start for box in boxes)
+    offsets = {box.start for box in boxes}
     ranges: list[tuple[int, int]] = []
     budget = [bmff.MAX_MOOV_BOXES]
     for exclusion in exclusions:
@@ -339,12 +337,13 @@ def _exclusion_ranges(data: bytes, exclusions: object) -> tuple[list[tuple[int, 
         for box in _xpath(data, boxes, exclusion["xpath"], budget):
             if not _exclusion_applies(data, box, exclusion):
                 continue
+            if len(ranges) > _MAX_RANGES:
+                raise MediaTooLarge("the exclusions cover too many ranges")
             size = box.end - box.start
             subsets = exclusion.get("subset")
             if subsets is None:
                 ranges.append((box.start, size))
-                if box.start in offsets:
-                    offsets.remove(box.start)
+                offsets.discard(box.start)
                 continue
             if not isinstance(subsets, list | tuple) or len(subsets) > MAX_EXCLUSIONS:
                 raise ValueError("bad subsets")
@@ -355,7 +354,7 @@ def _exclusion_ranges(data: bytes, exclusions: object) -> tuple[list[tuple[int, 
                 if offset > size:
                     continue
                 ranges.append((box.start + offset, size - offset if length == 0 else min(length, size - offset)))
-    return ranges, offsets
+    return ranges, sorted(offsets)
 
 
 def _xpath(data: bytes, top: list[bmff.Box], xpath: str, budget: list[int]) -> list[bmff.Box]:
@@ -426,20 +425,19 @@ def _file_digest(data: bytes, ranges: list[tuple[int, int]], offsets: list[int],
         included.append((position, size))
     marks = set(offsets)
     items: list[tuple[int, int, int]] = []  # (start, end, kind): kind 0 an offset mark, 1 bytes
+    placed: set[int] = set()
     for low, high in included:
         current = low
-        for mark in offsets:
-            if current <= mark < high:
-                if mark != current:
-                    items.append((current, mark, 1))
-                    current = mark
-                items.append((mark, mark, 0))
+        for mark in offsets[bisect.bisect_left(offsets, low) : bisect.bisect_left(offsets, high)]:
+            if mark != current:
+                items.append((current, mark, 1))
+                current = mark
+            items.append((mark, mark, 0))
+            placed.add(mark)
         items.append((current, high, 1))
-    if items:
-        first, last = items[0][0], items[-1][1]
-        placed = {start for start, _, kind in items if kind == 0}
-        items += [(mark, mark, 0) for mark in offsets if mark not in placed and first < mark < last
-                  and not any(low <= mark < high for low, high in included)]
+    if items:  # the marks of boxes a subset cut into, between the first and the last range hashed
+        first, last = items[0][0], items[-1][1] - 1  # c2pa-rs compares with the last range's inclusive end
+        items += [(mark, mark, 0) for mark in offsets if mark not in placed and first < mark < last]
         items.sort(key=lambda item: (item[0], item[2]))
     digest, view = hashlib.new(alg), memoryview(data)
     for start, end, kind in items:
