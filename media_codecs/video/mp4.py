@@ -18,12 +18,15 @@ an MP4 brand among the compatible ones (SCORE_WEAK); QuickTime's `qt  ` is mov.p
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media
 from media_codecs.errors import UnsupportedFormat
 from media_codecs.video import bmff
 from media_codecs.video.base import VideoCodec, check_token
+
+if TYPE_CHECKING:
+    from media_codecs.c2pa.carriers import Carrier
 
 TOKEN_BOX = b"cerv"
 _FULL_BOX_HEADER = b"\x00\x00\x00\x00"  # version 0, flags 0
@@ -69,6 +72,13 @@ class Mp4Codec(VideoCodec):
     def parse(self, data: bytes) -> bmff.Movie:
         return bmff.parse_movie(data)
 
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """A `uuid` box after `ftyp`, bound with `c2pa.hash.bmff.v3` (media_codecs/c2pa/carriers/bmff.py)."""
+        from media_codecs.c2pa.carriers import bmff as carrier  # the C2PA package loads on first use
+
+        return carrier.QUICKTIME_CARRIER if self.quicktime else carrier.BMFF_CARRIER
+
     def embed_token(self, content: bytes | Media, token: str) -> bytes:
         """Append a `cerv` box carrying `token` after the last top-level box, replacing ours.
 
@@ -82,7 +92,23 @@ class Mp4Codec(VideoCodec):
             types.pop()
         if TOKEN_BOX in types:
             raise UnsupportedFormat("the file has a cerv box before other boxes; it cannot be re-signed in place")
-        return self.strip_token(content) + box
+        return b"".join(self._without_token(movie, self.media(content).data)) + box
+
+    @staticmethod
+    def _without_token(movie: bmff.Movie, data: bytes) -> list[bytes | memoryview]:
+        """The top-level boxes but `cerv`, a size-0 last box given its real size; a C2PA box stays."""
+        view = memoryview(data)
+        parts: list[bytes | memoryview] = []
+        for box in movie.boxes:
+            if box.type == TOKEN_BOX:
+                continue
+            if box.declared_to_end:
+                if box.end - box.start > 0xFFFFFFFF:
+                    raise UnsupportedFormat("a last box of size 0 is too large to be given its real 32-bit size")
+                parts += [(box.end - box.start).to_bytes(4, "big"), view[box.start + 4 : box.end]]
+            else:
+                parts.append(view[box.start : box.end])
+        return parts
 
     def extract_token(self, content: bytes | Media) -> str | None:
         """The token of the last top-level `cerv` box. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
@@ -96,24 +122,19 @@ class Mp4Codec(VideoCodec):
         return payload[len(_FULL_BOX_HEADER) :].decode("ascii", "replace") or None
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """The top-level boxes without `cerv`, a size-0 last box given its real size (module docstring)."""
+        """The top-level boxes without `cerv` (nor a C2PA manifest box), a size-0 last box given its real size
+        (module docstring)."""
         return b"".join(self.hashed_parts(content))
 
     def hashed_parts(self, content: bytes | Media) -> list[bytes | memoryview]:
-        """`strip_token`'s bytes as views into the file (and a rewritten size)."""
+        """`strip_token`'s bytes as views into the file (and a rewritten size). A C2PA manifest box goes too,
+        with the chunk offsets it moved moved back (fresh bytes for those tables alone), so embedding a
+        manifest (`POST /v1/records/:id/c2pa/embed`) keeps the content hash."""
         media = self.media(content)
-        view = memoryview(media.data)
-        parts: list[bytes | memoryview] = []
-        for box in media.container.boxes:
-            if box.type == TOKEN_BOX:
-                continue
-            if box.declared_to_end:
-                if box.end - box.start > 0xFFFFFFFF:
-                    raise UnsupportedFormat("a last box of size 0 is too large to be given its real 32-bit size")
-                parts += [(box.end - box.start).to_bytes(4, "big"), view[box.start + 4 : box.end]]
-            else:
-                parts.append(view[box.start : box.end])
-        return parts
+        from media_codecs.c2pa.carriers import bmff as carrier  # the C2PA package loads on first use
+
+        kept, _ = carrier.stripped_boxes(media.data, real_size=True)
+        return [piece for box, pieces in kept if box.type != TOKEN_BOX for piece in pieces]
 
 
 CODEC = Mp4Codec()

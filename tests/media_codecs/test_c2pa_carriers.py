@@ -4,7 +4,7 @@ import pytest
 
 from media_codecs import get_codec, registered_codecs
 from media_codecs.c2pa import carriers
-from media_codecs.c2pa.carriers import flac, mp3, pdf, riff
+from media_codecs.c2pa.carriers import bmff, flac, mp3, pdf, riff
 from media_codecs.errors import UnsupportedFormat
 from tests.media import photo_bytes
 
@@ -13,7 +13,7 @@ def test_the_formats_c2pa_readers_read_carry_a_manifest_store_and_no_other_does(
     carrying = {codec.format: codec.c2pa_carrier for codec in registered_codecs() if codec.c2pa_carrier is not None}
     assert carrying == {"jpeg": carriers.JPEG_CARRIER, "png": carriers.PNG_CARRIER, "webp": riff.WEBP_CARRIER,
                         "wav": riff.WAV_CARRIER, "mp3": mp3.MP3_CARRIER, "flac": flac.FLAC_CARRIER,
-                        "pdf": pdf.PDF_CARRIER}
+                        "pdf": pdf.PDF_CARRIER, "mp4": bmff.BMFF_CARRIER, "mov": bmff.QUICKTIME_CARRIER}
 
 
 @pytest.mark.parametrize("fmt", ["jpeg", "png", "webp"])
