@@ -1,6 +1,6 @@
 """Verifying content against the stored records (spec: Verification; addendum section 5).
 
-Resolution order: an explicit token, the token in our C2PA manifest (JPEG and PNG), the token in the
+Resolution order: an explicit token, the token in our C2PA manifest (every format with a carrier), the token in the
 content's metadata, the watermark, the file's exact content hash, then the perceptual-hash lookup. An
 embedded token or a watermark whose record is missing, or whose record's hash differs from the file's,
 gives way to the earliest record of the file's exact hash when there is one; an explicit token is always

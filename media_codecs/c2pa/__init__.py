@@ -1,4 +1,5 @@
-"""C2PA manifests in JPEG and PNG: build, sign (COSE_Sign1, ML-DSA-65), embed, read, verify, strip, and
+"""C2PA manifests in every format with a carrier (JPEG, PNG, WebP, WAV, MP3, FLAC, MP4, MOV, PDF): build, sign
+(COSE_Sign1: ML-DSA-65, or hybrid ES256 + ML-DSA-65 countersignature), embed, read, verify, strip, and
 validate an upstream manifest to carry it as our parent ingredient.
 
 Pure like the rest of media_codecs: the signing and verifying keys come in as callables.

@@ -1,4 +1,4 @@
-"""Read and verify the C2PA manifest store a JPEG or PNG carries (the active manifest: the last one).
+"""Read and verify the C2PA manifest store a file carries (the active manifest: the last one).
 
 Reading parses the JUMBF and the CBOR of the claim, the signature and every CBOR assertion; it never
 decodes pixels. Verifying recomputes the data hash over the file minus its exclusions and each
@@ -141,7 +141,7 @@ def time_stamp_token(unprotected: dict) -> bytes | None:
 
 
 def read_manifest(data: bytes) -> ReadManifest | None:
-    """The active manifest of a JPEG or PNG, or None when it carries no store.
+    """The active manifest of a file whose format has a carrier, or None when it carries no store.
 
     Raises UnsupportedFormat for other formats, CorruptMedia for a malformed file, store or manifest,
     MediaTooLarge past the JUMBF bounds.

@@ -1,4 +1,4 @@
-"""An upstream C2PA manifest: the store a JPEG or PNG already carries when it reaches us, validated.
+"""An upstream C2PA manifest: the store a file already carries when it reaches us, validated.
 
 At sign time the service strips the store (our watermark changes the pixels, so its data hash could no
 longer match) and keeps the store bytes with the validation result computed here against the uploaded
@@ -73,7 +73,7 @@ class UpstreamManifest:
 
 
 def validate_upstream(data: bytes, *, at: datetime | None = None) -> UpstreamManifest | None:
-    """The C2PA store of a JPEG or PNG validated against that file, or None when it carries none.
+    """The C2PA store of a file validated against that file, or None when it carries none.
 
     `at` is when the signing certificate must be valid (now by default). Raises UnsupportedFormat for
     other formats, CorruptMedia for a malformed file or store, MediaTooLarge for a store over
@@ -125,7 +125,7 @@ def _box_hash(box: jumbf.SuperBox) -> bytes:
 
 
 def _validate(data: bytes, manifest: ReadManifest, at: datetime) -> dict[str, list[dict]]:
-    statuses = [*_signature_statuses(manifest, at), *_assertion_statuses(manifest), _binding_status(data, manifest)]
+    statuses = [*_signature_statuses(manifest, at), *_assertion_statuses(manifest), *_binding_statuses(data, manifest)]
     grouped: dict[str, list[dict]] = {kind: [] for kind in _KINDS}
     for kind, status in statuses:
         grouped[kind].append(status)
@@ -179,14 +179,26 @@ def _assertion_statuses(manifest: ReadManifest) -> list[tuple[str, dict]]:
     return statuses
 
 
-def _binding_status(data: bytes, manifest: ReadManifest) -> tuple[str, dict]:
+def _binding_statuses(data: bytes, manifest: ReadManifest) -> list[tuple[str, dict]]:
     label = manifest.carrier.binding_label if manifest.carrier else DATA_HASH_LABEL
     url = f"self#jumbf=/c2pa/{manifest.label}/c2pa.assertions/{label}"
-    if isinstance(manifest.assertions.get(label), dict):
-        kind = "bmffHash" if label != DATA_HASH_LABEL else "dataHash"
-        if binding_matches(data, manifest):
-            return _status("success", f"assertion.{kind}.match", url, "data hash valid")
-        return _status("failure", f"assertion.{kind}.mismatch", url, "asset hash error: the data hash does not match")
+    binding = manifest.assertions.get(label)
+    if not isinstance(binding, dict):
+        return [_binding_missing(manifest)]
+    kind = "bmffHash" if label != DATA_HASH_LABEL else "dataHash"
+    statuses = []
+    exclusions = binding.get("exclusions")
+    if kind == "bmffHash" and isinstance(exclusions, list | tuple) and len(exclusions) > 1:
+        # c2pa-rs notes a BMFF binding that leaves out more than the store's own box (its default list does)
+        statuses.append(_status("informational", "assertion.bmffHash.additionalExclusionsPresent", url,
+                                "the BMFF hash excludes more than the manifest store"))
+    if binding_matches(data, manifest):
+        return [_status("success", f"assertion.{kind}.match", url, "data hash valid"), *statuses]
+    return [_status("failure", f"assertion.{kind}.mismatch", url, "asset hash error: the data hash does not match"),
+            *statuses]
+
+
+def _binding_missing(manifest: ReadManifest) -> tuple[str, dict]:
     other = next((label for label in manifest.assertions if label.split("__")[0] in _OTHER_HARD_BINDINGS), None)
     if other is not None:
         return _status("failure", "algorithm.unsupported", f"self#jumbf=/c2pa/{manifest.label}/c2pa.assertions/{other}",
