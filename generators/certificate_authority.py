@@ -43,14 +43,15 @@ class CaInstallError(ValueError):
 
 def current_issuer(family: str) -> CertificateAuthority:
     """The intermediate that issues new end-entity certificates of `family`, made (with a root when none
-    is usable) on first need. Concurrent first use makes one: the loser of the unique generation reads
-    the winner's."""
+    is usable) on first need. Concurrent first use makes one: the new rows take the generations after
+    those seen before looking, so a second maker collides on the unique generation and reads the first's."""
+    seen = _generations(family)
     found = _newest_usable(family)
     if found is not None:
         return found
     try:
         with transaction.atomic():
-            return _make_intermediate(family, new_root=False)
+            return _make_intermediate(family, new_root=False, seen=seen)
     except IntegrityError:
         found = _newest_usable(family)
         if found is None:
@@ -64,7 +65,7 @@ def ca_rotate(*, new_root: bool = False) -> list[CertificateAuthority]:
     Raises IntegrityError when another rotation ran at the same moment (run it again).
     """
     with transaction.atomic():
-        return [_make_intermediate(family, new_root=new_root) for family in Family.values]
+        return [_make_intermediate(family, new_root=new_root, seen=_generations(family)) for family in Family.values]
 
 
 def ca_install(*, chain_pem: str, key_pem: str) -> CertificateAuthority:
@@ -122,15 +123,15 @@ def _newest_usable(family: str) -> CertificateAuthority | None:
             .order_by("-generation").first())
 
 
-def _make_intermediate(family: str, *, new_root: bool) -> CertificateAuthority:
+def _make_intermediate(family: str, *, new_root: bool, seen: dict[str, int]) -> CertificateAuthority:
     root = None if new_root else _usable_root(family)
     if root is None:
-        root_key, generation = _new_key(family, root=True), _next_generation(family, Kind.ROOT)
+        root_key, generation = _new_key(family, root=True), seen[Kind.ROOT] + 1
         name = _ca_name(family, "Root", generation)
         validity = certs.validity_from(timezone.now(), ROOT_DAYS)
         root = _insert(family, Kind.ROOT, certs.build_root(root_key, name=name, validity=validity), root_key,
                        origin=Origin.SERVICE, generation=generation)
-    key, generation = _new_key(family, root=False), _next_generation(family, Kind.INTERMEDIATE)
+    key, generation = _new_key(family, root=False), seen[Kind.INTERMEDIATE] + 1
     certificate = certs.build_intermediate(key.public_key(), name=_ca_name(family, "Intermediate", generation),
                                            issuer=certs.load_der(root.certificate), issuer_key=ca_private_key(root),
                                            validity=certs.validity_from(timezone.now(), INTERMEDIATE_DAYS))
@@ -150,15 +151,16 @@ def _insert(family: str, kind: str, certificate: x509.Certificate, key: certs.Si
             generation: int | None = None) -> CertificateAuthority:
     ca_id = uuid.uuid4()
     return CertificateAuthority.objects.create(
-        id=ca_id, family=family, kind=kind, origin=origin, generation=generation or _next_generation(family, kind),
+        id=ca_id, family=family, kind=kind, origin=origin, generation=generation or _generations(family)[kind] + 1,
         certificate=certs.to_der(certificate), chain=chain or [], parent=parent,
         encrypted_private_key=_seal(key, ca_id) if key is not None else None,
         not_after=certificate.not_valid_after_utc)
 
 
-def _next_generation(family: str, kind: str) -> int:
-    newest = CertificateAuthority.objects.filter(family=family, kind=kind).aggregate(n=Max("generation"))["n"]
-    return (newest or 0) + 1
+def _generations(family: str) -> dict[str, int]:
+    """The highest generation of each kind of the family so far (0 when none)."""
+    rows = CertificateAuthority.objects.filter(family=family).values("kind").annotate(n=Max("generation"))
+    return {Kind.ROOT: 0, Kind.INTERMEDIATE: 0, **{row["kind"]: row["n"] for row in rows}}
 
 
 def _new_key(family: str, *, root: bool) -> certs.SigningKey:

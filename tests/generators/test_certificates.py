@@ -197,10 +197,10 @@ def test_a_client_managed_key_gets_an_ml_dsa_certificate_for_its_public_key(org)
     assert credentials.es256_chain == ()
 
 
-def _external_ca(*, root_in_chain: bool):
+def _external_ca(*, root_in_chain: bool, start=None):
     """A CA outside the service (a trust-listed one): root, intermediate and the intermediate's key."""
     root_key, mid_key = ec.generate_private_key(ec.SECP384R1()), ec.generate_private_key(ec.SECP256R1())
-    now = timezone.now()
+    now = start or timezone.now()
     root = certs.build_root(root_key, name=certs.subject_name(organization="Listed CA", common_name="Listed Root"),
                             validity=certs.validity_from(now, 3650))
     mid = certs.build_intermediate(mid_key.public_key(), issuer=root, issuer_key=root_key,
