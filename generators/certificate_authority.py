@@ -97,7 +97,7 @@ def ca_private_key(ca: CertificateAuthority) -> certs.SigningKey:
     """The unsealed signing key of a CA. Raises KeyUnavailable (503) when it does not unseal."""
     try:
         secret = unseal(bytes(ca.encrypted_private_key), private_key_sealing_ring().keys,
-                        associated_data=_sealing_context(ca.pk))
+                        associated_data=sealing_context(ca.pk))
     except (SealedBlobError, TypeError) as error:
         logger.error("the private key of C2PA CA %s does not unseal: %s", ca.pk, error)
         raise KeyUnavailable() from None
@@ -173,10 +173,11 @@ def _seal(key: certs.SigningKey, ca_id: uuid.UUID) -> bytes:
     secret = key.private_bytes_raw() if not isinstance(key, ec.EllipticCurvePrivateKey) else (
         certs.ec_private_key_der(key))
     ring = private_key_sealing_ring()
-    return seal(secret, ring.newest_key, key_id=ring.newest_id, associated_data=_sealing_context(ca_id))
+    return seal(secret, ring.newest_key, key_id=ring.newest_id, associated_data=sealing_context(ca_id))
 
 
-def _sealing_context(ca_id: uuid.UUID) -> bytes:
+def sealing_context(ca_id: uuid.UUID) -> bytes:
+    """The associated data a CA's sealed key is bound to."""
     # Its own context: a CA key's blob never unseals as a generator's key, nor as another CA's.
     return f"c2pa-ca:{ca_id}".encode()
 

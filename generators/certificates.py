@@ -22,7 +22,7 @@ from django.utils import timezone
 from audit.services import audit_write
 from core.errors import GeneratorClientManaged, KeyUnavailable, NotFound, ValidationFailed
 from core.keyring import private_key_sealing_ring
-from core.sealing import SealedBlobError, seal, unseal
+from core.sealing import SealedBlobError, seal, sealed_key_id, unseal
 from generators import certificate_authority as authority
 from generators.models import (
     CertificateAuthority,
@@ -153,6 +153,23 @@ def generator_c2pa_certificate_remove(*, generator: Generator, actor: str | None
             audit_write(org=generator.org, type="generator.c2pa_certificate_removed",
                         metadata={"generator_id": str(generator.pk), **_actor(actor)})
     return bool(deleted)
+
+
+def c2pa_secret_reseal(*, model: type, pk: uuid.UUID) -> bool:
+    """Seal one C2PA private key (a CA's, a key's ES256 one, an upload's) again under the newest
+    KEY_ENCRYPTION_KEY id, its row locked (as generator_key_reseal does for ML-DSA seeds).
+
+    Returns False when there was nothing to do. Raises SealedBlobError when the blob does not unseal.
+    """
+    column, context = _SEALED_COLUMNS[model]
+    ring = private_key_sealing_ring()
+    with transaction.atomic():
+        row = model.objects.select_for_update().filter(pk=pk, **{f"{column}__isnull": False}).first()
+        if row is None or sealed_key_id(bytes(getattr(row, column))) == ring.newest_id:
+            return False
+        secret = unseal(bytes(getattr(row, column)), ring.keys, associated_data=context(pk))
+        model.objects.filter(pk=pk).update(**{column: _seal(secret, context(pk))})
+    return True
 
 
 def certificate_summary(der: bytes) -> dict:
@@ -288,3 +305,11 @@ def _es256_context(key_pk: uuid.UUID) -> bytes:
 
 def _upload_context(generator_id: uuid.UUID) -> bytes:
     return f"c2pa-upload:{generator_id}".encode()
+
+
+# Every sealed C2PA private key: (column, the associated data of a row by primary key), for c2pa_secret_reseal.
+_SEALED_COLUMNS = {
+    CertificateAuthority: ("encrypted_private_key", authority.sealing_context),
+    GeneratorCertificate: ("encrypted_es256_private_key", _es256_context),
+    GeneratorUploadedCertificate: ("encrypted_private_key", _upload_context),
+}

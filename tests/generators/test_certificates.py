@@ -279,3 +279,36 @@ def test_c2pa_signing_defaults_to_ml_dsa_and_hybrid_needs_a_server_managed_gener
                            c2pa_signing="hybrid")
     with pytest.raises(ValidationFailed):
         generator_register(org=org, name="c", public_key=None, c2pa_signing="rsa")
+
+
+def test_reseal_secrets_moves_every_c2pa_key_to_the_newest_id(org, settings):
+    from tests.key_rings import OLD_SECRET, ROTATED
+
+    settings.KEY_ENCRYPTION_KEY = OLD_SECRET
+    key = _hybrid(org)
+    _root, mid, mid_key, _ = _external_ca(root_in_chain=True)
+    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    leaf = certs.build_end_entity(leaf_key.public_key(), name=certs.subject_name(organization="o", common_name="g"),
+                                  issuer=mid, issuer_key=mid_key, validity=certs.validity_from(timezone.now(), 90))
+    before = generator_c2pa_credentials(key)
+    generator_c2pa_certificate_upload(generator=key.generator, chain_pem=[certs.der_to_pem(certs.to_der(leaf))],
+                                      key_pem=_key_pem(leaf_key).decode())
+    settings.KEY_ENCRYPTION_KEY = ROTATED
+    output = io.StringIO()
+    call_command("reseal_secrets", stdout=output)
+    assert "C2PA CA keys: 4 resealed" in output.getvalue()
+    assert "C2PA ES256 keys: 1 resealed" in output.getvalue()
+    assert "uploaded C2PA keys: 1 resealed" in output.getvalue()
+    assert "still under other ids: 0" in output.getvalue()
+    # Everything still unseals under the new id alone, and signs as before.
+    settings.KEY_ENCRYPTION_KEY = "k2:a-new-key-encryption-secret-0123456789"
+    after = generator_c2pa_credentials(key)
+    assert after.es256_private_key.private_numbers() == leaf_key.private_numbers()
+    assert after.ml_dsa_chain == before.ml_dsa_chain
+    for ca in CertificateAuthority.objects.all():
+        authority.ca_private_key(ca)
+    from generators.certificates import _es256_context, _unseal_ec
+
+    stored = GeneratorCertificate.objects.get(key=key)
+    assert _unseal_ec(stored.encrypted_es256_private_key, _es256_context(key.pk)).private_numbers() == (
+        before.es256_private_key.private_numbers())
