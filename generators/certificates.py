@@ -50,16 +50,16 @@ class C2paCredentials:
 def generator_c2pa_credentials(key: GeneratorKey) -> C2paCredentials:
     """The certificate chains (and ES256 key) a C2PA signature by `key` carries, issuing what is missing.
 
-    An ES256 chain only for a hybrid server-managed generator: its uploaded one when there is one, else
-    the deployment CA's. Raises KeyUnavailable (503) when a sealed key does not unseal.
+    An ES256 chain only for a hybrid server-managed generator: its uploaded one when there is one not yet
+    expired, else the deployment CA's. Raises KeyUnavailable (503) when a sealed key does not unseal.
     """
     generator = key.generator
     hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
-    stored = key_certificates_ensure(key, es256=hybrid and not _has_upload(generator))
+    upload = _live_upload(generator) if hybrid else None
+    stored = key_certificates_ensure(key, es256=hybrid and upload is None)
     ml_dsa_chain = (bytes(stored.ml_dsa_certificate), *authority.issuer_chain(stored.ml_dsa_issuer))
     if not hybrid:
         return C2paCredentials(generator.c2pa_signing, ml_dsa_chain, (), None)
-    upload = GeneratorUploadedCertificate.objects.filter(generator=generator).first()
     if upload is not None:
         chain = tuple(base64.b64decode(der) for der in upload.chain)
         private_key = _unseal_ec(upload.encrypted_private_key, _upload_context(generator.pk))
@@ -106,7 +106,7 @@ def public_key_certificates(generator: Generator) -> dict[str, dict[str, list[st
         key_certificates_ensure(current[0], es256=hybrid and not _has_upload(generator))
     stored = {c.key_id: c for c in GeneratorCertificate.objects.filter(key__generator=generator).select_related(
         "ml_dsa_issuer", "es256_issuer")}
-    upload = GeneratorUploadedCertificate.objects.filter(generator=generator).first() if hybrid else None
+    upload = _live_upload(generator) if hybrid else None
     shown: dict[str, dict[str, list[str]]] = {}
     for key in generator.keys.all():
         chains = _chains_of(stored.get(key.pk), hybrid=hybrid)
@@ -237,7 +237,12 @@ def _pems(der: bytes, issuer: CertificateAuthority) -> list[str]:
 
 
 def _has_upload(generator: Generator) -> bool:
-    return GeneratorUploadedCertificate.objects.filter(generator=generator).exists()
+    return _live_upload(generator) is not None
+
+
+def _live_upload(generator: Generator) -> GeneratorUploadedCertificate | None:
+    # An expired upload would make every signature fail: the deployment's certificates sign until a new one.
+    return GeneratorUploadedCertificate.objects.filter(generator=generator, not_after__gt=timezone.now()).first()
 
 
 def _validated_upload(chain_pem: list[str], key_pem: str) -> tuple[list[x509.Certificate], ec.EllipticCurvePrivateKey]:

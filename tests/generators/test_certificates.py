@@ -312,3 +312,18 @@ def test_reseal_secrets_moves_every_c2pa_key_to_the_newest_id(org, settings):
     stored = GeneratorCertificate.objects.get(key=key)
     assert _unseal_ec(stored.encrypted_es256_private_key, _es256_context(key.pk)).private_numbers() == (
         before.es256_private_key.private_numbers())
+
+
+def test_an_expired_upload_gives_way_to_the_deployments_certificates(org):
+    key = _hybrid(org)
+    _root, mid, mid_key, _ = _external_ca(root_in_chain=True)
+    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    leaf = certs.build_end_entity(leaf_key.public_key(), name=certs.subject_name(organization="o", common_name="g"),
+                                  issuer=mid, issuer_key=mid_key, validity=certs.validity_from(timezone.now(), 90))
+    upload = generator_c2pa_certificate_upload(generator=key.generator, key_pem=_key_pem(leaf_key).decode(),
+                                               chain_pem=[certs.der_to_pem(certs.to_der(leaf))])
+    assert generator_c2pa_credentials(key).es256_chain == (certs.to_der(leaf),)
+    type(upload).objects.filter(pk=upload.pk).update(not_after=timezone.now() - timedelta(seconds=1))
+    chain = generator_c2pa_credentials(key).es256_chain
+    assert chain[1] == bytes(authority.current_issuer(Family.ES256).certificate)
+    assert certs.verify_chain(chain, trust_anchor_certificates(), timezone.now()).trusted
