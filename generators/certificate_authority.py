@@ -45,8 +45,11 @@ def current_issuer(family: str) -> CertificateAuthority:
     """The intermediate that issues new end-entity certificates of `family`, made (with a root when none
     is usable) on first need. Concurrent first use makes one: the new rows take the generations after
     those seen before looking, so a second maker collides on the unique generation and reads the first's."""
-    seen = _generations(family)
     found = _newest_usable(family)
+    if found is not None:
+        return found
+    seen = _generations(family)
+    found = _newest_usable(family)  # looked at again after `seen`: a CA committed in between is found here
     if found is not None:
         return found
     try:

@@ -327,3 +327,18 @@ def test_an_expired_upload_gives_way_to_the_deployments_certificates(org):
     chain = generator_c2pa_credentials(key).es256_chain
     assert chain[1] == bytes(authority.current_issuer(Family.ES256).certificate)
     assert certs.verify_chain(chain, trust_anchor_certificates(), timezone.now()).trusted
+
+
+def test_c2pa_ca_show_makes_and_lists_the_cas_and_install_needs_readable_files(tmp_path):
+    output = io.StringIO()
+    call_command("c2pa_ca", "show", stdout=output)
+    lines = output.getvalue().splitlines()
+    assert len(lines) == 4 and all("(service)" in line for line in lines)
+    assert "CN=C2PA ES256 Root CA G1,O=Content Provenance Service" in output.getvalue()
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command("c2pa_ca", "install", "--chain", str(tmp_path / "missing.pem"), "--key",
+                     str(tmp_path / "missing.pem"), stdout=io.StringIO())
+    (tmp_path / "big.pem").write_bytes(b"A" * 300_000)
+    with pytest.raises(CommandError, match="over"):
+        call_command("c2pa_ca", "install", "--chain", str(tmp_path / "big.pem"), "--key", str(tmp_path / "big.pem"),
+                     stdout=io.StringIO())
