@@ -9,6 +9,8 @@ piece, so a TSA that trickles its answer is given up within two timeouts of the 
 
 import functools
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import requests
 import urllib3
@@ -19,6 +21,7 @@ from django.conf import settings
 from record_format import timestamp
 
 _CHUNK_BYTES = 8192
+_PARALLEL_STAMPS = 8  # requests in flight at once for a batch: a TSA is a shared service
 
 
 class TimestampUnavailable(Exception):
@@ -50,6 +53,15 @@ def stamp(data: bytes, *, url: str | None = None) -> bytes | None:
         return timestamp.token_from_response(body, request)
     except timestamp.TimestampError as error:
         raise TimestampUnavailable(str(error)) from None
+
+
+def stamp_many(messages: Sequence[bytes], *, url: str | None = None) -> list[bytes | None]:
+    """`stamp` of each message, the requests in parallel: one round trip for a manifest's signatures and
+    its record's, or a batch of records. Raises TimestampUnavailable when any fails."""
+    if len(messages) <= 1:
+        return [stamp(message, url=url) for message in messages]
+    with ThreadPoolExecutor(max_workers=min(len(messages), _PARALLEL_STAMPS)) as pool:
+        return list(pool.map(lambda message: stamp(message, url=url), messages))
 
 
 def _read_bounded(answer: requests.Response, deadline: float) -> bytes:

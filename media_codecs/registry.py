@@ -74,7 +74,7 @@ def detect(data: bytes, family: str | None = None) -> Codec:
 
     Raises UnsupportedFormat when no codec (of the family) recognises the data.
     """
-    head = bytes(data[:HEAD_BYTES])
+    head = _head(data)
     best, best_score, scored = None, SCORE_NONE, 0
     while True:
         # The table in registration order; loading a built-in only ever appends, so the codecs not yet
@@ -94,6 +94,21 @@ def detect(data: bytes, family: str | None = None) -> Codec:
         where = f" {family}" if family else ""
         raise UnsupportedFormat(f"the content is not in a supported{where} format")
     return best
+
+
+def _head(data: bytes) -> bytes:
+    """What codecs score: the first HEAD_BYTES bytes; for a file that starts with an ID3v2 tag, the tag's
+    10-byte header and then the bytes after the tag. A tag is often longer than the head (a cover picture;
+    the C2PA manifest store c2pa-rs puts in front of a FLAC), and what follows it tells MP3 from FLAC."""
+    head = bytes(data[:HEAD_BYTES])
+    if not head.startswith(b"ID3"):
+        return head
+    from media_codecs.audio import id3  # small; loaded only for tagged files
+
+    length = id3.tag_length(head[: id3.HEADER_BYTES])
+    if length is None:
+        return head
+    return head[: id3.HEADER_BYTES] + bytes(data[length : length + HEAD_BYTES - id3.HEADER_BYTES])
 
 
 def get_codec(format: str) -> Codec:

@@ -16,6 +16,7 @@ from media_codecs.errors import CorruptMedia
 
 HEADER_BYTES = 12  # RIFF, size, form type
 SIZE_AT = 4  # where the RIFF size is written
+C2PA_CHUNK = b"C2PA"  # a C2PA manifest store, the last top-level chunk (media_codecs/c2pa/carriers/riff.py)
 
 
 @dataclass(frozen=True)

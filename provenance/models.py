@@ -25,6 +25,10 @@ def _all_or_none_set(fields: tuple[str, ...]) -> models.Q:
         **{f"{field}__isnull": False for field in fields})
 
 
+# The signed `watermark_id` of content whose format carries no watermark (video: a fingerprint only).
+NO_WATERMARK = "none"
+
+
 class Record(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="records")
@@ -44,6 +48,9 @@ class Record(models.Model):
     # back here through the exact index.
     phash_value = models.BigIntegerField(null=True, blank=True)
     signature = models.BinaryField()
+    # An RFC 3161 TimeStampToken (DER) over the signature bytes from settings.TSA_URL's authority; None when
+    # no authority is configured (or for records signed before one was).
+    signature_timestamp = models.BinaryField(null=True, blank=True, editable=False)
     format = models.CharField(max_length=10, null=True, blank=True)  # set by server-managed signing
     # What the watermark reader finds in the record's own file, the one its content hash describes: a mark
     # (true) or none (false); null until a verification has read that file (formats with `hash_covers_mark`).

@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from core.paging import PageQuery
 from core.validation import serializers
 from media_codecs import FAMILIES
-from record_format import crypto
+from record_format import crypto, timestamp
 from record_format.hashing import is_content_hash
 
 PHASH_PATTERN = r"^[0-9a-f]{16}\Z"
@@ -99,6 +99,39 @@ class RecordBatchOutput(serializers.Serializer):
     results = RecordCreatedOutput(many=True)
 
 
+TIME_STAMP_SCHEMA = {
+    "type": "object", "nullable": True,
+    "description": "The RFC 3161 time-stamp token over the record's signature, from the deployment's time-stamp "
+                   "authority, and what it states; null when the record has none.",
+    "properties": {"token": {"type": "string", "format": "byte", "description": "DER TimeStampToken, base64"},
+                   "time": {"type": "string", "format": "date-time", "nullable": True},
+                   "authority": {"type": "string"}},
+    "required": ["token", "time", "authority"],
+}
+
+
+@extend_schema_field(TIME_STAMP_SCHEMA)
+class TimeStampField(serializers.Field):
+    """A record's signature time stamp as stored: the token and what it states (checked by verification)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, token) -> dict | None:
+        if token is None:
+            return None
+        token = bytes(token)
+        try:
+            facts = timestamp.token_facts(token)
+        except timestamp.TimestampError:  # stored tokens were checked when stamped; say nothing rather than fail
+            return {"token": base64.b64encode(token).decode(), "time": None, "authority": ""}
+        return {"token": base64.b64encode(token).decode(), "time": _iso_z(facts.time), "authority": facts.authority}
+
+
+def _iso_z(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 class RecordOutput(serializers.Serializer):
     record_id = serializers.UUIDField(source="pk")
     generator_id = serializers.UUIDField()
@@ -112,6 +145,7 @@ class RecordOutput(serializers.Serializer):
     kid = serializers.CharField(source="key.kid")
     signed_payload = serializers.DictField(child=serializers.CharField())
     signed_at = serializers.DateTimeField()
+    signature_timestamp = TimeStampField()
     format = serializers.CharField(allow_null=True)
     token = serializers.CharField()
     log = LogField(help_text="The record's transparency-log index and inclusion proof, or pending.")
@@ -129,6 +163,7 @@ class SignInput(serializers.Serializer):
     model = _signed_text(200)
     generator_id = serializers.CharField(max_length=64)
     format = serializers.ChoiceField(choices=FAMILIES, required=False)
+    c2pa = serializers.BooleanField(required=False, default=False)
 
 
 @extend_schema_field({"type": "string", "format": "date-time",

@@ -1,21 +1,26 @@
 """Creating provenance records: the one path every signature takes into the database."""
 
+import datetime
 import functools
+import logging
 import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from accounts.gates import require_feature
 from accounts.models import Organization
 from audit.services import audit_write_many
 from billing.services import usage_consume, usage_refused
+from core import tsa
 from core.errors import (
     ApiError,
     FormatNotSupported,
     GeneratorServerManaged,
+    ServiceUnavailable,
     SignatureInvalid,
     SignatureLimitReached,
     ValidationFailed,
@@ -29,6 +34,8 @@ from provenance.phash_bands import signed_value
 from record_format import crypto
 from record_format.payload import SIGNED_FIELDS, signed_payload_bytes
 from webhooks.events import events_emit
+
+logger = logging.getLogger(__name__)
 
 PARALLEL_VERIFY_MIN = 8  # signatures per thread below which a hand-off costs more than it saves
 
@@ -50,6 +57,8 @@ class RecordDraft:
     more_fingerprints: tuple[str, ...] = ()  # further values of the same kind (a video's later frames)
     record_id: uuid.UUID | None = None  # preset when the token was minted before storing (POST /v1/sign)
     upstream: UpstreamManifest | None = None  # the C2PA manifest the upload carried (POST /v1/sign)
+    signature_timestamp: bytes | None = None  # already stamped (POST /v1/sign stamps with its manifest)
+    signed_at: datetime.datetime | None = None  # preset when a manifest states it (POST /v1/sign with c2pa)
 
 
 def record_create(*, org: Organization, draft: RecordDraft) -> Record:
@@ -61,7 +70,12 @@ def record_create(*, org: Organization, draft: RecordDraft) -> Record:
 
 
 def records_create(*, org: Organization, drafts: list[RecordDraft]) -> list[Record]:
-    """Store several records all-or-nothing; a batch of N counts N signatures."""
+    """Store several records all-or-nothing; a batch of N counts N signatures.
+
+    With a time-stamp authority configured, each signature not yet stamped is stamped first, outside the
+    transaction; an authority that does not answer stops the request before anything is stored (503).
+    """
+    drafts = _stamped(drafts)
     records = [_record_from(org, draft) for draft in drafts]
     try:
         with transaction.atomic():
@@ -76,6 +90,30 @@ def records_create(*, org: Organization, drafts: list[RecordDraft]) -> list[Reco
         usage_refused(org=org)  # after the rollback, so its quota.limit is not rolled back with the records
         raise
     return records
+
+
+def _stamped(drafts: list[RecordDraft]) -> list[RecordDraft]:
+    unstamped = [index for index, draft in enumerate(drafts) if draft.signature_timestamp is None]
+    if not unstamped or not settings.TSA_URL:
+        return drafts
+    tokens = record_signatures_stamp([drafts[index].signature for index in unstamped])
+    stamped = list(drafts)
+    for index, token in zip(unstamped, tokens, strict=True):
+        stamped[index] = replace(drafts[index], signature_timestamp=token)
+    return stamped
+
+
+def record_signatures_stamp(signatures: list[bytes]) -> list[bytes | None]:
+    """RFC 3161 tokens over record signatures from the deployment's authority (None each without one).
+
+    Raises ServiceUnavailable when the authority cannot be reached or answers badly: a record promised a
+    trusted time is not stored without one."""
+    try:
+        return tsa.stamp_many(signatures)
+    except tsa.TimestampUnavailable as error:
+        logger.warning("Time-stamp authority unavailable: %s", error)
+        raise ServiceUnavailable("The time-stamp authority did not answer; nothing was signed. Try again "
+                                 "shortly.") from None
 
 
 @dataclass(frozen=True)
@@ -204,7 +242,9 @@ def _record_from(org: Organization, draft: RecordDraft) -> Record:
     record = Record(
         id=draft.record_id or uuid.uuid4(), org=org, generator_id=draft.key.generator_id, key=draft.key,
         model=draft.model, watermark_id=draft.watermark_id, content_hash=draft.content_hash,
-        signature=draft.signature, format=draft.format)
+        signature=draft.signature, signature_timestamp=draft.signature_timestamp, format=draft.format)
+    if draft.signed_at is not None:
+        record.signed_at = draft.signed_at
     if draft.more_fingerprints and not draft.phash:
         raise ValueError("further fingerprints need a first one")  # a programming error, as below
     if draft.phash:

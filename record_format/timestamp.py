@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cryptography import x509
 from rfc3161_client import (
@@ -81,6 +82,38 @@ def time_of(token: bytes, data: bytes, roots: Sequence[x509.Certificate]) -> dat
     except (VerificationError, ValueError) as error:
         raise TimestampError(f"the time-stamp token does not verify: {error}") from None
     return response.tst_info.gen_time.astimezone(datetime.UTC)
+
+
+@dataclass(frozen=True)
+class TokenFacts:
+    """What a token states, read without checking it (`time_of` checks)."""
+
+    time: datetime.datetime
+    authority: str  # the signing certificate's common name (or its whole subject), "" when it carries none
+
+
+def token_facts(token: bytes) -> TokenFacts:
+    """The time and authority a token states. Raises TimestampError for bytes that are not a token."""
+    if len(token) > MAX_TOKEN_BYTES:
+        raise TimestampError(f"the time-stamp token is {len(token)} bytes, over {MAX_TOKEN_BYTES}")
+    response = _decode(_granted_response(token))
+    return TokenFacts(response.tst_info.gen_time.astimezone(datetime.UTC), _authority(response))
+
+
+def _authority(response: TimeStampResponse) -> str:
+    certificates = []
+    for der in response.signed_data.certificates:
+        try:
+            certificates.append(x509.load_der_x509_certificate(der))
+        except ValueError:
+            continue
+    if not certificates:
+        return ""
+    # The signer is the certificate that issued none of the others (the chain's leaf).
+    leaves = [c for c in certificates
+              if not any(other is not c and other.issuer == c.subject for other in certificates)] or certificates
+    names = leaves[0].subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+    return str(names[0].value) if names else leaves[0].subject.rfc4514_string()
 
 
 def _decode(response: bytes) -> TimeStampResponse:

@@ -41,6 +41,7 @@ def make_pki(common_name: str = "Test Time-Stamping Authority") -> dict:
             .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
                                          data_encipherment=False, key_agreement=False, key_cert_sign=True,
                                          crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(root_key.public_key()), critical=False)
             .sign(root_key, hashes.SHA256()))
     tsa_key = ec.generate_private_key(ec.SECP256R1())
     tsa = (x509.CertificateBuilder().subject_name(_name(common_name)).issuer_name(root.subject)
@@ -51,6 +52,9 @@ def make_pki(common_name: str = "Test Time-Stamping Authority") -> dict:
                                         data_encipherment=False, key_agreement=False, key_cert_sign=False,
                                         crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
+           # C2PA validators check a stamp's certificate as a signer's: key identifiers both ways.
+           .add_extension(x509.SubjectKeyIdentifier.from_public_key(tsa_key.public_key()), critical=False)
+           .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(root_key.public_key()), critical=False)
            .sign(root_key, hashes.SHA256()))
     return {"root": root, "root_key": root_key, "tsa": tsa, "tsa_key": tsa_key}
 

@@ -53,6 +53,15 @@ class ProvenanceOutput(serializers.Serializer):
     signed_at = serializers.DateTimeField()
 
 
+class TimeStampCheckOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["valid", "invalid", "unchecked"], help_text=(
+        "valid: a trusted time-stamp authority stamped this signature at `time`; invalid: the token does not "
+        "prove that; unchecked: this deployment trusts no authority root."))
+    time = serializers.DateTimeField(allow_null=True)
+    authority = serializers.CharField()
+    problem = serializers.CharField(allow_null=True)
+
+
 class VerificationOutput(serializers.Serializer):
     authentic = serializers.BooleanField()
     tampered = serializers.BooleanField()
@@ -64,6 +73,8 @@ class VerificationOutput(serializers.Serializer):
     reason = serializers.CharField(required=False, help_text="Present exactly when authentic is false.")
     record_id = serializers.SerializerMethodField()
     log = LogField(allow_null=True, help_text="The record's transparency-log `log` object; null without a record.")
+    signature_timestamp = TimeStampCheckOutput(source="time_stamp", allow_null=True, help_text=(
+        "The record signature's RFC 3161 time stamp, checked; null when there is no record or it has none."))
     summary = serializers.SerializerMethodField(
         help_text="One or two plain sentences for a non-expert: what was found and what it means.")
 

@@ -11,12 +11,15 @@ request's cost budget, REQUEST_UNITS) is refused, before anything is decoded. Ea
 """
 
 import contextlib
+import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cryptography import x509
 from django.db import transaction
 
 from audit.services import audit_write_many
+from core import tsa
 from core.errors import PayloadTooLarge
 from generators.selectors import key_by_kid
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
@@ -27,7 +30,7 @@ from provenance.models import Record
 from provenance.selectors import record_id_from_token
 from provenance.services import record_keep_mark_in_file
 from provenance.tokens import InvalidToken
-from record_format import crypto
+from record_format import crypto, timestamp
 from record_format.hashing import content_hash_of_opened
 from record_format.payload import signed_payload_bytes
 from transparency.selectors import record_logs
@@ -62,6 +65,16 @@ class PassedOver:
     problem: str  # why it did not answer: invalid_token, record_not_found or content_tampered
 
 
+@dataclass(frozen=True)
+class TimeStampCheck:
+    """The record signature's time stamp checked against the authority roots this deployment trusts."""
+
+    status: str  # "valid", "invalid", or "unchecked" (no authority root is configured here)
+    time: datetime.datetime | None  # the stamped time, once the token is shown to stamp the signature
+    authority: str
+    problem: str | None = None
+
+
 @dataclass
 class Verification:
     authentic: bool = False
@@ -76,6 +89,7 @@ class Verification:
     log: dict | None = None  # the record's transparency-log object, when a record was found
     content_hash: str | None = None  # the file's, hashed as signing hashes it
     passed_over: PassedOver | None = None
+    time_stamp: TimeStampCheck | None = None  # the record signature's RFC 3161 stamp, when it has one
 
     @property
     def record_found(self) -> bool:
@@ -322,6 +336,25 @@ def _check_record(result: Verification) -> None:
     result.tampered = result.content_hash != record.content_hash
     if result.tampered:
         result.problems.append("content_tampered")
+    result.time_stamp = record_time_stamp_check(record)
+
+
+def record_time_stamp_check(record: Record) -> TimeStampCheck | None:
+    """Whether the record's stamp is a trusted authority's stamp of its signature, and the time it proves."""
+    if record.signature_timestamp is None:
+        return None
+    token = bytes(record.signature_timestamp)
+    try:
+        authority = timestamp.token_facts(token).authority
+    except timestamp.TimestampError as error:
+        return TimeStampCheck("invalid", None, "", str(error))
+    roots = [x509.load_der_x509_certificate(root) for root in tsa.tsa_roots()]
+    if not roots:
+        return TimeStampCheck("unchecked", None, authority, "no time-stamp authority is trusted here")
+    try:
+        return TimeStampCheck("valid", timestamp.time_of(token, bytes(record.signature), roots), authority)
+    except timestamp.TimestampError as error:
+        return TimeStampCheck("invalid", None, authority, str(error))
 
 
 def _conclude(result: Verification) -> None:

@@ -12,8 +12,12 @@ Limits, checked while parsing: STREAMINFO first and exactly once (34 bytes, a ra
 of 4 to 32, block sizes of at least 16); at most MAX_BLOCKS metadata blocks and one VORBIS_COMMENT
 of at most MAX_COMMENTS fields; audio frames right after the last block. STREAMINFO's total sample
 count 0 ("unknown", from live encoders) is refused as UnsupportedFormat: without it the duration
-limit cannot be checked before decoding. A FLAC with an ID3v2 tag in front (discouraged by the
-FLAC spec) is not supported. The decoder gets a rebuilt file, STREAMINFO and the frames alone.
+limit cannot be checked before decoding. The decoder gets a rebuilt file, STREAMINFO and the frames alone.
+
+An ID3v2 tag in front of `fLaC` (discouraged by the FLAC spec) is read and kept: it is where c2pa-rs puts a
+C2PA manifest store in a FLAC (a GEOB frame, media_codecs/c2pa/carriers/flac.py). `strip_token` drops that
+frame too, and the tag when nothing else is left in it; every other frame stays. One tag, right before
+`fLaC`, within the ID3 limits (id3.py).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from media_codecs.audio import pcm
+from media_codecs.audio import id3, pcm
 from media_codecs.audio.base import (
     BLOCK_FRAMES,
     TOKEN_DESCRIPTION,
@@ -38,6 +42,8 @@ from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from media_codecs.c2pa.carriers import Carrier
 
 MAGIC = b"fLaC"
 STREAMINFO, PADDING, SEEKTABLE, VORBIS_COMMENT = 0, 1, 3, 4
@@ -65,6 +71,8 @@ class FlacFile:
     blocks: tuple[Block, ...]
     frames: bytes | memoryview  # the audio frames, and anything after them, as read
     info: StreamInfo
+    id3_raw: bytes | memoryview = b""  # an ID3v2 tag in front of `fLaC`, as read (empty without one)
+    id3_tag: id3.Tag | None = None
 
 
 @dataclass(frozen=True)
@@ -81,11 +89,12 @@ def parse_flac(data: bytes) -> FlacFile:
 
     Raises UnsupportedFormat (not FLAC, unknown length), CorruptMedia, MediaTooLarge past MAX_BLOCKS.
     """
-    if not data.startswith(MAGIC):
-        raise UnsupportedFormat("not a FLAC file")
     view = memoryview(data)
+    tag, start = leading_tag(view)
+    if bytes(view[start : start + len(MAGIC)]) != MAGIC:
+        raise UnsupportedFormat("not a FLAC file")
     blocks: list[Block] = []
-    position, is_last = len(MAGIC), False
+    position, is_last = start + len(MAGIC), False
     while not is_last:
         if len(blocks) >= MAX_BLOCKS:
             raise MediaTooLarge(f"the FLAC has more than {MAX_BLOCKS} metadata blocks")
@@ -102,7 +111,22 @@ def parse_flac(data: bytes) -> FlacFile:
         raise CorruptMedia("the FLAC metadata is not followed by audio frames")
     info = _stream_info(bytes(blocks[0].payload))
     _check_frames(view[position:], info, bytes(blocks[0].payload))
-    return FlacFile(tuple(blocks), view[position:], info)
+    return FlacFile(tuple(blocks), view[position:], info, view[:start], tag)
+
+
+def leading_tag(data: bytes | memoryview) -> tuple[id3.Tag | None, int]:
+    """The ID3v2 tag `data` starts with (None without one) and where it ends. Raises CodecError for a bad tag."""
+    length = id3.tag_length(bytes(data[: id3.HEADER_BYTES]))
+    if length is None:
+        return None, 0
+    return id3.parse_tag(data[:length]), length
+
+
+def is_flac_head(head: bytes) -> bool:
+    """Whether a detection head is a FLAC's: `fLaC`, or an ID3v2 tag header followed by `fLaC` (the registry
+    shows a tagged file's head as the tag header and the bytes after the tag)."""
+    return head.startswith(MAGIC) or (id3.tag_length(head[: id3.HEADER_BYTES]) is not None
+                                      and head[id3.HEADER_BYTES : id3.HEADER_BYTES + len(MAGIC)] == MAGIC)
 
 
 def _crc8_table() -> tuple[int, ...]:
@@ -219,8 +243,20 @@ def make_block_bytes(blocks: list[Block] | tuple[Block, ...]) -> bytes:
     return b"".join(parts)
 
 
-def assemble(blocks: list[Block] | tuple[Block, ...], frames: bytes | memoryview) -> bytes:
-    return b"".join([MAGIC, make_block_bytes(blocks), frames])
+def assemble(blocks: list[Block] | tuple[Block, ...], frames: bytes | memoryview,
+             id3_raw: bytes | memoryview = b"") -> bytes:
+    return b"".join([id3_raw, MAGIC, make_block_bytes(blocks), frames])
+
+
+def id3_without_store(flac: FlacFile) -> bytes | memoryview:
+    """The leading ID3v2 tag without its C2PA manifest store (GEOB) frames; empty when no frame is left."""
+    tag = flac.id3_tag
+    if tag is None:
+        return flac.id3_raw
+    kept = [frame for frame in tag.frames if not id3.is_c2pa_store(frame)]
+    if len(kept) == len(tag.frames):
+        return flac.id3_raw
+    return id3.tag_bytes(id3.with_frames(tag, kept)) if kept else b""
 
 
 def parse_comment(payload: bytes | memoryview) -> VorbisComment:
@@ -283,7 +319,15 @@ class FlacCodec(AudioCodec):
     mime_type = "audio/flac"
 
     def score(self, head: bytes) -> int:
-        return SCORE_MAGIC if head.startswith(MAGIC) else SCORE_NONE
+        return SCORE_MAGIC if is_flac_head(head) else SCORE_NONE
+
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """The store travels in a GEOB frame of an ID3v2 tag in front of `fLaC`, as c2pa-rs puts it; the C2PA
+        package is imported when a manifest is first met."""
+        from media_codecs.c2pa.carriers.flac import FLAC_CARRIER
+
+        return FLAC_CARRIER
 
     def parse(self, data: bytes) -> FlacFile:
         return parse_flac(data)
@@ -305,7 +349,7 @@ class FlacCodec(AudioCodec):
                 VorbisComment(comment.vendor, (*comment.fields, field))))
         else:
             blocks.insert(index, Block(VORBIS_COMMENT, comment_payload(VorbisComment(OUR_VENDOR, (field,)))))
-        return assemble(blocks, flac.frames)
+        return assemble(blocks, flac.frames, flac.id3_raw)
 
     def extract_token(self, content: bytes | Media) -> str | None:
         """The first SVC_TOKEN field's value. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
@@ -318,10 +362,11 @@ class FlacCodec(AudioCodec):
         return None if field is None else field.split(b"=", 1)[1].decode("utf-8", "replace") or None
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """The file without our fields (and without the comment block we created)."""
+        """The file without our fields (and without the comment block we created), and without a C2PA
+        manifest store (the other container a signed FLAC may gain, in an ID3v2 tag in front)."""
         media = self.media(content)
         blocks, _ = _without_token(media.container.blocks)
-        return assemble(blocks, media.container.frames)
+        return assemble(blocks, media.container.frames, id3_without_store(media.container))
 
     def decode(self, media: Media) -> np.ndarray:
         """Decode with libsndfile (libFLAC), given STREAMINFO and the frames only. Raises CorruptMedia."""
@@ -373,7 +418,7 @@ class FlacCodec(AudioCodec):
                 blocks += [encoded.blocks[0], *new_seektable]
             elif block.type != SEEKTABLE:
                 blocks.append(block)
-        return assemble(blocks, encoded.frames)
+        return assemble(blocks, encoded.frames, flac.id3_raw)
 
 
 def _encode(blocks: Iterable[np.ndarray], info: StreamInfo) -> bytes:

@@ -17,6 +17,10 @@ from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
 HEADER_BYTES = 10
 MAX_FRAMES = 4_096  # a well-tagged song has a few dozen
+# A C2PA manifest store travels in a GEOB frame of one of these MIME types (c2pa-rs id3_helper.rs; the
+# second is the older name), with the file name and description c2pa-rs writes.
+C2PA_MIME_TYPES = (b"application/c2pa", b"application/x-c2pa-manifest-store")
+C2PA_FILE_NAME, C2PA_DESCRIPTION = b"c2pa", b"c2pa manifest store"
 _UNSYNCHRONISED, _EXTENDED, _FOOTER = 0x80, 0x40, 0x10
 _ENCODINGS = {0: "latin-1", 1: "utf-16", 2: "utf-16-be", 3: "utf-8"}
 
@@ -121,6 +125,63 @@ def tag_bytes(tag: Tag) -> bytes:
     header = b"ID3" + bytes([tag.version, tag.revision, tag.flags]) + size
     footer = b"3DI" + header[3:] if tag.flags & _FOOTER else b""
     return header + body + footer
+
+
+def header_bytes(tag: Tag, body_size: int) -> bytes:
+    """The 10-byte tag header for a body (extended header, frames, padding) of `body_size` bytes."""
+    return b"ID3" + bytes([tag.version, tag.revision, tag.flags]) + _to_syncsafe(body_size)
+
+
+def footer_bytes(tag: Tag, body_size: int) -> bytes:
+    """The footer a v2.4 tag flagged for one ends with (empty otherwise)."""
+    return b"3DI" + header_bytes(tag, body_size)[3:] if tag.flags & _FOOTER else b""
+
+
+def frame_header(tag: Tag, frame_id: bytes, size: int) -> bytes:
+    """A frame header (no flags) for `tag`'s version: sync-safe size in v2.4, plain in v2.3."""
+    return frame_id + (_to_syncsafe(size) if tag.version == 4 else size.to_bytes(4, "big")) + b"\x00\x00"
+
+
+def c2pa_geob_head(tag: Tag, store_size: int) -> bytes:
+    """A C2PA GEOB frame up to its object: header, text encoding, MIME type, file name and description, each
+    NUL-terminated. The store follows. The encoding is UTF-8 in v2.4, as c2pa-rs writes it, and ISO-8859-1
+    in v2.3, which has no UTF-8 (the fields are ASCII: the same bytes either way)."""
+    encoding = b"\x03" if tag.version == 4 else b"\x00"
+    fields = encoding + C2PA_MIME_TYPES[0] + b"\x00" + C2PA_FILE_NAME + b"\x00" + C2PA_DESCRIPTION + b"\x00"
+    return frame_header(tag, b"GEOB", len(fields) + store_size) + fields
+
+
+def _c2pa_mime_end(frame: Frame) -> int | None:
+    """Where a plain GEOB frame's MIME type ends in its data, when that type is C2PA's; None otherwise."""
+    if frame.id != b"GEOB" or frame.flags & 0x00FF or len(frame.raw) < HEADER_BYTES + 2:
+        return None
+    head = bytes(frame.raw[HEADER_BYTES : HEADER_BYTES + 64])  # the longest C2PA type is 34 bytes
+    end = head.find(b"\x00", 1)
+    return end if end > 0 and head[1:end] in C2PA_MIME_TYPES else None
+
+
+def is_c2pa_store(frame: Frame) -> bool:
+    """Whether the frame is a GEOB of C2PA's MIME type (a manifest store), whatever its other fields hold.
+    A transformed frame (compressed, encrypted: its flags set) is not read as one."""
+    return _c2pa_mime_end(frame) is not None
+
+
+def c2pa_object(frame: Frame) -> memoryview | None:
+    """The object of a C2PA GEOB frame (a view into the frame), or None for any other frame. Raises
+    CorruptMedia when its file name or description is not terminated."""
+    mime_end = _c2pa_mime_end(frame)
+    if mime_end is None:
+        return None
+    data = memoryview(frame.raw)[HEADER_BYTES:]
+    terminator = b"\x00\x00" if data[0] in (1, 2) else b"\x00"
+    head = bytes(data[: mime_end + 1 + 2 * 1024])  # a file name and a description of a few bytes each
+    position = mime_end + 1
+    for _ in range(2):  # the file name, then the description
+        end = _terminator_at(head, position, terminator)
+        if end < 0:
+            raise CorruptMedia("a C2PA GEOB frame's file name or description is not terminated")
+        position = end + len(terminator)
+    return data[position:]
 
 
 def new_tag() -> Tag:

@@ -3,7 +3,8 @@
 Token rule: `embed_token` removes every plain TXXX frame described `svc_token` (in any text
 encoding, any case) from the ID3v2 tag at the start of the file and appends ours (ISO-8859-1,
 no flags) after the tag's last frame; a file without a tag gets a new ID3v2.4 tag holding only
-that frame, without padding. `strip_token` removes those frames, and the whole tag when no frame
+that frame, without padding. `strip_token` removes those frames and a C2PA manifest store (a GEOB
+frame of type `application/c2pa`, media_codecs/c2pa/carriers/mp3.py), and the whole tag when no frame
 is left in it. The tag keeps its version, flags, extended header, padding and every other frame
 (APIC, TIT2, COMM...) byte for byte; everything after it (further tags, the Xing/LAME info frame,
 the audio, an APEv2 or ID3v1 tag at the end) is never touched. id3.py lists the tag edge cases.
@@ -39,6 +40,8 @@ from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from media_codecs.c2pa.carriers import Carrier
 
 # Marking re-encodes: at or above this bitrate a channel the second encoding is near transparent, below it
 # the generation loss dominates (docs/decisions.md, "Audio watermark"); such MP3s carry the token alone.
@@ -92,15 +95,31 @@ def _is_ours(frame: id3.Frame) -> bool:
     return text is not None and text[0].lower() == TOKEN_DESCRIPTION
 
 
+def _unhashed(frame: id3.Frame) -> bool:
+    """Our token's frame, or a C2PA manifest store's: what the content hash leaves out."""
+    return _is_ours(frame) or id3.is_c2pa_store(frame)
+
+
 class Mp3Codec(AudioCodec):
     format = "mp3"
     mime_type = "audio/mpeg"
 
     def score(self, head: bytes) -> int:
-        """SCORE_MAGIC for an ID3v2 header, or two consecutive Layer III frames, at offset 0."""
+        """SCORE_MAGIC for an ID3v2 header (but one a FLAC follows), or two consecutive Layer III frames, at
+        offset 0."""
+        if head[id3.HEADER_BYTES : id3.HEADER_BYTES + 4] == b"fLaC":  # the registry's head: the tag's header,
+            return SCORE_NONE  # then what follows the tag (flac.is_flac_head)
         if id3.tag_length(head[: id3.HEADER_BYTES]) is not None or mpeg.starts_stream(head, 0):
             return SCORE_MAGIC
         return SCORE_NONE
+
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """The store travels in a GEOB frame of the ID3v2 tag; the C2PA package is imported when a manifest
+        is first met."""
+        from media_codecs.c2pa.carriers.mp3 import MP3_CARRIER
+
+        return MP3_CARRIER
 
     def parse(self, data: bytes) -> Mp3File:
         return parse_mp3(data)
@@ -128,12 +147,13 @@ class Mp3Codec(AudioCodec):
         return next((value for _, value in texts if value), None)
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """The file without our TXXX frames, and without the ID3v2 tag when no frame is left in it."""
+        """The file without our TXXX frames and any C2PA manifest store (a GEOB frame, the other container a
+        signed MP3 may gain), and without the ID3v2 tag when no frame is left in it."""
         media = self.media(content)
         mp3 = media.container
         if mp3.tag is None:
             return media.data
-        frames = [frame for frame in mp3.tag.frames if not _is_ours(frame)]
+        frames = [frame for frame in mp3.tag.frames if not _unhashed(frame)]
         if not frames:
             return bytes(mp3.audio)
         return id3.tag_bytes(id3.with_frames(mp3.tag, frames)) + mp3.audio

@@ -1,7 +1,8 @@
 """WAV: the token in a RIFF chunk of our own, `svct`, holding the token's ASCII bytes.
 
 Token rule: `embed_token` removes every `svct` chunk and inserts one, right before the `data`
-chunk (readers that stop at `data` still pass it); `strip_token` removes every `svct` chunk.
+chunk (readers that stop at `data` still pass it); `strip_token` removes every `svct` chunk, and
+the `C2PA` chunk of a manifest store (media_codecs/c2pa/carriers/riff.py).
 Every other chunk (fmt, fact, LIST/INFO, bext, id3, cue, smpl, unknown ones) is kept byte for
 byte and in order; the file is rebuilt with the RIFF size recomputed and a pad byte after every
 odd-sized chunk (one a writer left off at the end of the file is added). Bytes after the RIFF
@@ -31,6 +32,8 @@ from media_codecs.riff import Chunk, make_chunk
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from media_codecs.c2pa.carriers import Carrier
 
 TOKEN_CHUNK = b"svct"
 _LARGE_RIFF = (b"RF64", b"BW64")  # 64-bit sizes in a ds64 chunk: recognised, refused
@@ -167,6 +170,13 @@ class WavCodec(AudioCodec):
             return SCORE_MAGIC
         return SCORE_NONE
 
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """The store travels in a `C2PA` chunk; the C2PA package is imported when a manifest is first met."""
+        from media_codecs.c2pa.carriers.riff import WAV_CARRIER
+
+        return WAV_CARRIER
+
     def parse(self, data: bytes) -> WavFile:
         return parse_wav(data)
 
@@ -195,9 +205,11 @@ class WavCodec(AudioCodec):
             raise CorruptMedia("the WAV token chunk is not ASCII") from None
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """The file without any `svct` chunk, rebuilt with valid sizes and pad bytes."""
+        """The file without any `svct` chunk or C2PA manifest store (`C2PA`, the other container a signed
+        WAV may gain), rebuilt with valid sizes and pad bytes."""
         wav = self.media(content).container
-        return assemble([chunk for chunk in wav.chunks if chunk.fourcc != TOKEN_CHUNK], wav.trailer)
+        return assemble([chunk for chunk in wav.chunks if chunk.fourcc not in (TOKEN_CHUNK, riff.C2PA_CHUNK)],
+                        wav.trailer)
 
     def decode(self, media: Media) -> np.ndarray:
         wav = media.container

@@ -1,11 +1,17 @@
-"""Build a C2PA manifest store (one manifest, claim v2, COSE_Sign1 with ML-DSA-65) and embed it.
+"""Build a C2PA manifest store (one manifest, claim v2, COSE_Sign1) and embed it.
 
 The layout and every value come from docs/c2pa-notes (established against c2pa-python 0.38.1):
 store `c2pa` > manifest `urn:c2pa:<uuid>` > assertion store, claim `c2pa.claim.v2`, signature.
-Order of work: the data hash (SHA-256 of the file with any old store stripped, since the exclusion
-is exactly the inserted bytes), the assertion boxes, their hashed URIs, the claim, its signature,
-the boxes, the segments. Only the exclusion `length` depends on the result, through the width of
-its CBOR integer, so the store is rebuilt until that length settles (two passes in practice).
+Order of work: the layout of the file around a store of the size it will have (found with placeholder
+signatures), the hard binding over that file, the assertion boxes, their hashed URIs, the claim, its
+signature(s) and time stamps, the boxes, the carrier's segments. The unprotected header's `pad` takes
+up what the time stamps leave of their reserve, so the store lands exactly in the planned gap.
+
+Two ways to sign (docs/decisions.md, "Hybrid C2PA manifests"): ML-DSA-65 alone (COSE alg -49, which
+today's validators report as unsupported), or hybrid: ES256 signs the claim under an X.509 chain that
+validators trust, and ML-DSA-65 countersigns the claim and that signature (RFC 9338 COSE_Countersignature,
+unprotected header 11). Each signature's RFC 3161 token travels in its unprotected `sigTst2`, over the
+bytes c2pa-rs stamps: the CounterSignature structure of the signature's CBOR (C2PA 2.x, v2 time stamps).
 """
 
 from __future__ import annotations
@@ -13,20 +19,30 @@ from __future__ import annotations
 import base64
 import hashlib
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import cbor2
 
 from media_codecs import jumbf
 from media_codecs.c2pa import carriers, ingredients
+from media_codecs.c2pa.carriers import DATA_HASH_LABEL, data_hash_content
 
 if TYPE_CHECKING:
     from media_codecs.c2pa.upstream import UpstreamManifest
 
 COSE_ALG_ML_DSA_65 = -49  # RFC 9964
+COSE_ALG_ES256 = -7
 COSE_ALG, COSE_KID, COSE_X5CHAIN = 1, 4, 33
+COSE_COUNTERSIGNATURE = 11  # RFC 9338: COSE_Countersignature, version 2
+SIGNATURE_SIZES = {COSE_ALG_ES256: 64, COSE_ALG_ML_DSA_65: 3309}  # r || s; FIPS 204
+TIME_STAMP_LABEL = "sigTst2"
+PAD_LABEL = "pad"
+# Room for the time-stamp tokens, each a few KB with the authority's certificates; a larger one costs a
+# second plan of the file, never a failure.
+TIME_STAMP_RESERVE = 12 * 1024
+_MIN_PAD = 256  # the pad's CBOR header stays 3 bytes from 256 to 65535, so any size within is reachable
 HEADER_PUBLIC_KEY = "service_public_key"  # raw 1952-byte ML-DSA-65 key (a private text label)
 HEADER_PUBLIC_KEY_URL = "service_public_key_url"
 COSE_SIGN1_TAG = 18
@@ -34,11 +50,11 @@ PROVENANCE_LABEL = "service.provenance"
 SOFT_BINDING_LABEL = "c2pa.soft-binding"
 WATERMARK_ALGORITHM = "service.image-watermark.1"
 ACTIONS_LABEL = "c2pa.actions.v2"
-DATA_HASH_LABEL = "c2pa.hash.data"
 CLAIM_LABEL = "c2pa.claim.v2"
 SIGNATURE_LABEL = "c2pa.signature"
 TRAINED_ALGORITHMIC_MEDIA = "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"
 SIGNATURE_ALGORITHM = "ml-dsa-65"
+HYBRID = "hybrid"
 _MAX_PASSES = 5
 
 
@@ -77,29 +93,104 @@ class ManifestFacts:
 
 
 Signer = Callable[[bytes], bytes]
+# Stamps each message with an RFC 3161 token (None where the authority gave none), all in one round trip.
+TimeStamper = Callable[[Sequence[bytes]], Sequence[bytes | None]]
 
 
-def embed(data: bytes, facts: ManifestFacts, sign: Signer, parent: UpstreamManifest | None = None) -> bytes:
-    """Return JPEG or PNG `data` carrying a signed manifest store for `facts`, replacing any store it had.
+@dataclass(frozen=True)
+class CoseKey:
+    """One signing key of a manifest: its COSE algorithm, certificate chain (DER, end-entity first) and signer."""
 
-    `sign(message) -> signature` is the generator's ML-DSA-65 signer. With a `parent` (the upstream
-    manifest kept at sign time, `upstream_from_store`), the store holds its manifests verbatim and ours
-    last, with the parent as our `parentOf` ingredient. Nothing may change the file afterwards: the data
-    hash covers every byte but the store's. Raises UnsupportedFormat for other formats, CorruptMedia /
-    MediaTooLarge for a bad file, ValueError when the parent already holds a manifest labelled as ours.
+    alg: int
+    certificate_chain: tuple[bytes, ...]
+    sign: Signer
+    kid: str | None = None
+    public_key: bytes | None = None  # ML-DSA-65: the raw key, for readers that hold no certificate store
+    public_key_url: str | None = None
+
+    @property
+    def signature_size(self) -> int:
+        return SIGNATURE_SIZES[self.alg]
+
+
+@dataclass(frozen=True)
+class ManifestSigner:
+    """Who signs a manifest. `claim` signs the claim (COSE_Sign1); a hybrid manifest's claim key is ES256 and
+    `countersign` (ML-DSA-65) signs the same claim and the claim signature in an RFC 9338 countersignature.
+    With `time_stamp`, each signature carries an RFC 3161 token in `sigTst2`."""
+
+    claim: CoseKey
+    countersign: CoseKey | None = None
+    time_stamp: TimeStamper | None = None
+    time_stamp_reserve: int = TIME_STAMP_RESERVE
+
+
+def embed(data: bytes, facts: ManifestFacts, sign: Signer | ManifestSigner,
+          parent: UpstreamManifest | None = None) -> bytes:
+    """Return `data` carrying a signed manifest store for `facts`, replacing any store it had.
+
+    `sign` is a ManifestSigner, or a bare ML-DSA-65 signer (with `facts.certificate_chain`). With a `parent`
+    (the upstream manifest kept at sign time, `upstream_from_store`), the store holds its manifests verbatim
+    and ours last, with the parent as our `parentOf` ingredient. Nothing may change the file afterwards: the
+    hard binding covers every byte but the store's. Raises UnsupportedFormat for a format that carries no
+    store, CorruptMedia / MediaTooLarge for a bad file, ValueError when the parent already holds a manifest
+    labelled as ours.
+
+    The store is planned before it is signed: its size settles with placeholder signatures (only sizes
+    matter to the layout), the file is hashed once, then the real store is padded to exactly that size.
     """
+    signer = sign if isinstance(sign, ManifestSigner) else ManifestSigner(_ml_dsa_key(facts, sign))
     carrier = carriers.carrier_for(data)
     stripped = carrier.strip(data)
-    offset = carrier.insert_offset(stripped)
-    data_hash = hashlib.sha256(stripped).digest()
-    length = 0
+    reserve = signer.time_stamp_reserve if signer.time_stamp else 0
+    for _ in range(2):  # a second plan only when the tokens outgrew the reserve
+        layout, size = _plan(carrier, stripped, facts, signer, parent, reserve)
+        binding = (carrier.binding_label, carrier.binding(layout))
+        store, needed = _signed_store(facts, signer, parent, binding, size)
+        if store is not None:
+            return layout.join(carrier.wrapped(store))
+        reserve += needed
+    raise RuntimeError("the manifest size did not settle")  # cannot happen: the reserve grew by what it lacked
+
+
+def _ml_dsa_key(facts: ManifestFacts, sign: Signer) -> CoseKey:
+    return CoseKey(COSE_ALG_ML_DSA_65, facts.certificate_chain, sign, kid=facts.kid, public_key=facts.public_key,
+                   public_key_url=facts.public_key_url)
+
+
+def _plan(carrier: carriers.Carrier, stripped: bytes, facts: ManifestFacts, signer: ManifestSigner,
+          parent: UpstreamManifest | None, reserve: int) -> tuple[carriers.Layout, int]:
+    """The layout and store size, found with placeholder hashes and signatures (the size settles in 2-3 passes)."""
+    size = 0
     for _ in range(_MAX_PASSES):
-        store = build_store(facts, sign, data_hash=data_hash, exclusion=(offset, length), parent=parent)
-        wrapped_size = carrier.wrapped_size(len(store))
-        if wrapped_size == length:
-            return carriers.splice(stripped, offset, carrier.wrapped(store))
-        length = wrapped_size
-    raise RuntimeError("the manifest size did not settle")  # cannot happen: the width only grows
+        layout = carrier.layout(stripped, size)
+        binding = (carrier.binding_label, carrier.binding(layout, placeholder=True))
+        store = build_store(facts, _placeholder(signer), binding=binding, parent=parent, pad=_MIN_PAD + reserve)
+        if len(store) == size:
+            return layout, size
+        size = len(store)
+    raise RuntimeError("the manifest size did not settle")  # cannot happen: the widths only grow
+
+
+def _placeholder(signer: ManifestSigner) -> ManifestSigner:
+    def blank(key: CoseKey | None) -> CoseKey | None:
+        return None if key is None else replace(key, sign=lambda _message, size=key.signature_size: bytes(size))
+
+    return ManifestSigner(blank(signer.claim), blank(signer.countersign))
+
+
+def _signed_store(facts: ManifestFacts, signer: ManifestSigner, parent: UpstreamManifest | None,
+                  binding: tuple[str, dict], size: int) -> tuple[bytes | None, int]:
+    """The real store padded to `size` bytes, or (None, bytes lacking) when the tokens did not fit."""
+    draft = _draft(facts, signer, binding, parent)
+    signed = sign_claim(draft.claim, signer)
+    pad = _MIN_PAD + size - len(draft.store(cose_bytes(signed, _MIN_PAD)))
+    if pad < _MIN_PAD:
+        return None, _MIN_PAD - pad
+    store = draft.store(cose_bytes(signed, pad))
+    if len(store) != size:
+        raise RuntimeError("the padded store missed its planned size")  # cannot happen: pad widths are fixed
+    return store, 0
 
 
 def embed_jpeg(data: bytes, store: bytes) -> bytes:
@@ -121,25 +212,46 @@ def strip_manifest(data: bytes) -> bytes:
     return carriers.carrier_for(data).strip(data)
 
 
-def build_store(facts: ManifestFacts, sign: Signer, *, data_hash: bytes, exclusion: tuple[int, int],
-                parent: UpstreamManifest | None = None) -> bytes:
-    """The JUMBF manifest store for `facts`, with a data hash over the file minus `exclusion` (start, length).
-
-    A `parent`'s manifests come first, byte for byte (its own ingredients keep resolving), ours last.
+def build_store(facts: ManifestFacts, sign: Signer | ManifestSigner, *, binding: tuple[str, dict] | None = None,
+                data_hash: bytes | None = None, exclusion: tuple[int, int] | None = None,
+                parent: UpstreamManifest | None = None, pad: int = 0) -> bytes:
+    """The JUMBF manifest store for `facts` with the hard `binding` (label, content), or a data hash over the
+    file minus `exclusion` (start, length). A `parent`'s manifests come first, byte for byte (its own
+    ingredients keep resolving), ours last. `pad` zero bytes go in the signature's unprotected header.
     """
+    signer = sign if isinstance(sign, ManifestSigner) else ManifestSigner(_ml_dsa_key(facts, sign))
+    if binding is None:
+        binding = (DATA_HASH_LABEL, data_hash_content(data_hash or bytes(32), exclusion or (0, 0)))
+    draft = _draft(facts, signer, binding, parent)
+    return draft.store(cose_sign1(draft.claim, signer, pad))
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """A manifest but its signature: the assertions and the claim bytes."""
+
+    facts: ManifestFacts
+    parent: UpstreamManifest | None
+    assertions: list[jumbf.SuperBox]
+    claim: bytes
+
+    def store(self, signature: bytes) -> bytes:
+        manifest = jumbf.SuperBox(self.facts.manifest_label, MANIFEST_UUID, [
+            jumbf.SuperBox("c2pa.assertions", ASSERTION_STORE_UUID, self.assertions),
+            jumbf.SuperBox(CLAIM_LABEL, CLAIM_UUID, [jumbf.ContentBox(b"cbor", self.claim)]),
+            jumbf.SuperBox(SIGNATURE_LABEL, SIGNATURE_UUID, [jumbf.ContentBox(b"cbor", signature)]),
+        ])
+        upstream = b"".join(self.parent.manifest_boxes) if self.parent is not None else b""
+        description = jumbf.description_box(jumbf.SuperBox("c2pa", STORE_UUID))
+        return jumbf.box(jumbf.SUPERBOX, description + upstream + jumbf.write(manifest))
+
+
+def _draft(facts: ManifestFacts, signer: ManifestSigner, binding: tuple[str, dict],
+           parent: UpstreamManifest | None) -> _Draft:
     if parent is not None and facts.manifest_label in _labels(parent):
         raise ValueError("the upstream store already holds a manifest with our label")
-    assertions = _assertions(facts, data_hash, exclusion, parent)
-    claim = cbor2.dumps(_claim(facts, assertions))
-    signature = cose_sign1(claim, _protected_header(facts), sign)
-    manifest = jumbf.SuperBox(facts.manifest_label, MANIFEST_UUID, [
-        jumbf.SuperBox("c2pa.assertions", ASSERTION_STORE_UUID, assertions),
-        jumbf.SuperBox(CLAIM_LABEL, CLAIM_UUID, [jumbf.ContentBox(b"cbor", claim)]),
-        jumbf.SuperBox(SIGNATURE_LABEL, SIGNATURE_UUID, [jumbf.ContentBox(b"cbor", signature)]),
-    ])
-    upstream = b"".join(parent.manifest_boxes) if parent is not None else b""
-    description = jumbf.description_box(jumbf.SuperBox("c2pa", STORE_UUID))
-    return jumbf.box(jumbf.SUPERBOX, description + upstream + jumbf.write(manifest))
+    assertions = _assertions(facts, signer, binding, parent)
+    return _Draft(facts, parent, assertions, cbor2.dumps(_claim(facts, assertions)))
 
 
 def _labels(parent: UpstreamManifest) -> set[str]:
@@ -150,7 +262,7 @@ def cbor_assertion(label: str, content: dict) -> jumbf.SuperBox:
     return jumbf.SuperBox(label, CBOR_UUID, [jumbf.ContentBox(b"cbor", cbor2.dumps(content))])
 
 
-def _assertions(facts: ManifestFacts, data_hash: bytes, exclusion: tuple[int, int],
+def _assertions(facts: ManifestFacts, signer: ManifestSigner, binding: tuple[str, dict],
                 parent: UpstreamManifest | None) -> list[jumbf.SuperBox]:
     """The assertion boxes in store order: the ingredient first (the opened action hashes it), then the rest."""
     created: dict = {"action": "c2pa.created", "digitalSourceType": TRAINED_ALGORITHMIC_MEDIA,
@@ -161,12 +273,13 @@ def _assertions(facts: ManifestFacts, data_hash: bytes, exclusion: tuple[int, in
     if parent is not None:
         leading.append(cbor_assertion(ingredients.INGREDIENT_LABEL, ingredients.ingredient_content(parent)))
         created = ingredients.opened_action(created, hashed_uri(leading[0]))
+    algorithm = HYBRID if signer.countersign is not None else SIGNATURE_ALGORITHM
     provenance = {"record_id": facts.record_id, "model": facts.model, "generator_id": facts.generator_id,
-                  "signature_algorithm": SIGNATURE_ALGORITHM, "kid": facts.kid, "token": facts.token}
+                  "signature_algorithm": algorithm, "kid": facts.kid, "token": facts.token}
     contents = [(ACTIONS_LABEL, {"actions": [created]}), (PROVENANCE_LABEL, provenance)]
     if facts.watermark_id is not None:
         contents.append((SOFT_BINDING_LABEL, soft_binding(facts.watermark_id)))
-    contents.append((DATA_HASH_LABEL, data_hash_content(data_hash, exclusion)))
+    contents.append(binding)
     return leading + [cbor_assertion(label, content) for label, content in contents]
 
 
@@ -174,13 +287,6 @@ def soft_binding(watermark_id: int) -> dict:
     """Our invisible watermark as a soft binding: the 64-bit mark id, base64, over the whole image."""
     value = base64.b64encode(watermark_id.to_bytes(8, "big")).decode()
     return {"alg": WATERMARK_ALGORITHM, "blocks": [{"scope": {}, "value": value}], "pad": b""}
-
-
-def data_hash_content(data_hash: bytes, exclusion: tuple[int, int]) -> dict:
-    """`c2pa.hash.data`, keys in c2pa-rs's order; `pad` is required even when empty."""
-    start, length = exclusion
-    return {"exclusions": [{"start": start, "length": length}], "name": "jumbf manifest", "alg": "sha256",
-            "hash": data_hash, "pad": b""}
 
 
 def hashed_uri(assertion: jumbf.SuperBox) -> dict:
@@ -204,13 +310,15 @@ def _claim(facts: ManifestFacts, assertions: list[jumbf.SuperBox]) -> dict:
     }
 
 
-def _protected_header(facts: ManifestFacts) -> dict:
-    header: dict = {COSE_ALG: COSE_ALG_ML_DSA_65, COSE_KID: facts.kid.encode(),
-                    COSE_X5CHAIN: list(facts.certificate_chain)}
-    if facts.public_key is not None:
-        header[HEADER_PUBLIC_KEY] = facts.public_key
-    if facts.public_key_url is not None:
-        header[HEADER_PUBLIC_KEY_URL] = facts.public_key_url
+def protected_header(key: CoseKey) -> dict:
+    header: dict = {COSE_ALG: key.alg}
+    if key.kid is not None:
+        header[COSE_KID] = key.kid.encode()
+    header[COSE_X5CHAIN] = list(key.certificate_chain)
+    if key.public_key is not None:
+        header[HEADER_PUBLIC_KEY] = key.public_key
+    if key.public_key_url is not None:
+        header[HEADER_PUBLIC_KEY_URL] = key.public_key_url
     return header
 
 
@@ -219,8 +327,55 @@ def sig_structure(protected: bytes, payload: bytes) -> bytes:
     return cbor2.dumps(["Signature1", protected, b"", payload])
 
 
-def cose_sign1(claim: bytes, header: dict, sign: Signer) -> bytes:
-    """COSE_Sign1 (tag 18) over the claim bytes, payload detached (nil), empty unprotected header."""
-    protected = cbor2.dumps(header)
-    signature = sign(sig_structure(protected, claim))
-    return cbor2.dumps(cbor2.CBORTag(COSE_SIGN1_TAG, [protected, {}, None, signature]))
+def countersign_structure(body_protected: bytes, sign_protected: bytes, payload: bytes, signature: bytes) -> bytes:
+    """The bytes an RFC 9338 version-2 countersignature of a COSE_Sign1 signs: the claim and its signature."""
+    return cbor2.dumps(["CounterSignatureV2", body_protected, sign_protected, b"", payload, [signature]])
+
+
+def time_stamp_message(protected: bytes, signature: bytes) -> bytes:
+    """What a `sigTst2` token stamps for a signature (c2pa-rs `cose_countersign_data` of the CBOR signature)."""
+    return cbor2.dumps(["CounterSignature", protected, b"", cbor2.dumps(signature)])
+
+
+def time_stamp_header(token: bytes) -> dict:
+    return {"tstTokens": [{"val": token}]}
+
+
+@dataclass(frozen=True)
+class SignedClaim:
+    """A claim's signatures, ready to be written with any pad."""
+
+    protected: bytes
+    signature: bytes
+    unprotected: dict
+
+
+def sign_claim(claim: bytes, signer: ManifestSigner) -> SignedClaim:
+    """The claim signature, the countersignature when hybrid, and their time stamps (one round trip)."""
+    protected = cbor2.dumps(protected_header(signer.claim))
+    signature = signer.claim.sign(sig_structure(protected, claim))
+    unprotected: dict = {}
+    stamped = [(unprotected, protected, signature)]
+    if signer.countersign is not None:
+        counter_protected = cbor2.dumps(protected_header(signer.countersign))
+        counter_signature = signer.countersign.sign(
+            countersign_structure(protected, counter_protected, claim, signature))
+        counter_unprotected: dict = {}
+        unprotected[COSE_COUNTERSIGNATURE] = [counter_protected, counter_unprotected, counter_signature]
+        stamped.append((counter_unprotected, counter_protected, counter_signature))
+    if signer.time_stamp is not None:
+        tokens = signer.time_stamp([time_stamp_message(p, sig) for _, p, sig in stamped])
+        for (header, _, _), token in zip(stamped, tokens, strict=True):
+            if token is not None:
+                header[TIME_STAMP_LABEL] = time_stamp_header(token)
+    return SignedClaim(protected, signature, unprotected)
+
+
+def cose_bytes(signed: SignedClaim, pad: int) -> bytes:
+    """COSE_Sign1 (tag 18), payload detached (nil), with `pad` zero bytes in the unprotected header."""
+    unprotected = {**signed.unprotected, PAD_LABEL: bytes(pad)} if pad else signed.unprotected
+    return cbor2.dumps(cbor2.CBORTag(COSE_SIGN1_TAG, [signed.protected, unprotected, None, signed.signature]))
+
+
+def cose_sign1(claim: bytes, signer: ManifestSigner, pad: int = 0) -> bytes:
+    return cose_bytes(sign_claim(claim, signer), pad)

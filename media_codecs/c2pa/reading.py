@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cbor2
 
@@ -19,10 +19,10 @@ from media_codecs.c2pa import carriers
 from media_codecs.c2pa.manifest import (
     CLAIM_LABEL,
     COSE_ALG,
+    COSE_COUNTERSIGNATURE,
     COSE_KID,
     COSE_SIGN1_TAG,
     COSE_X5CHAIN,
-    DATA_HASH_LABEL,
     HEADER_PUBLIC_KEY,
     HEADER_PUBLIC_KEY_URL,
     MANIFEST_UUIDS,
@@ -30,6 +30,7 @@ from media_codecs.c2pa.manifest import (
     SIGNATURE_LABEL,
     SOFT_BINDING_LABEL,
     STORE_UUID,
+    TIME_STAMP_LABEL,
     sig_structure,
     superbox_content,
 )
@@ -37,7 +38,6 @@ from media_codecs.errors import CorruptMedia
 
 INGREDIENT_LABELS = ("c2pa.ingredient", "c2pa.ingredient.v2", "c2pa.ingredient.v3")
 _CBOR_ERRORS = (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, RecursionError, LookupError)
-_MAX_EXCLUSIONS = 64
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,22 @@ class ReadManifest:
     store_length: int
     manifest_count: int  # manifests in the store: 1 for ours alone, more when it carries upstream ones
     unprotected: dict = field(default_factory=dict)
+    carrier: carriers.Carrier | None = None  # the format's, when read from a file
+    store_boxes: dict[str, bytes] = field(default_factory=dict)  # every manifest of the store: label -> superbox
+
+    @property
+    def countersignature(self) -> list | None:
+        """The RFC 9338 countersignature `[protected, unprotected, signature]` of a hybrid manifest, or None."""
+        value = self.unprotected.get(COSE_COUNTERSIGNATURE)
+        if (isinstance(value, list | tuple) and len(value) == 3 and isinstance(value[0], bytes)
+                and isinstance(value[1], dict) and isinstance(value[2], bytes)):
+            return list(value)
+        return None
+
+    @property
+    def time_stamp_token(self) -> bytes | None:
+        """The first RFC 3161 token of the claim signature's `sigTst2`, or None."""
+        return time_stamp_token(self.unprotected)
 
     @property
     def alg(self) -> object:
@@ -115,17 +131,28 @@ class Verification:
         return self.signature_valid and self.data_hash_valid and all(self.assertion_hashes.values())
 
 
+def time_stamp_token(unprotected: dict) -> bytes | None:
+    """The first token of a COSE unprotected header's `sigTst2` (`{"tstTokens": [{"val": bstr}]}`), or None."""
+    container = unprotected.get(TIME_STAMP_LABEL)
+    tokens = container.get("tstTokens") if isinstance(container, dict) else None
+    first = tokens[0] if isinstance(tokens, list | tuple) and tokens else None
+    value = first.get("val") if isinstance(first, dict) else None
+    return value if isinstance(value, bytes) else None
+
+
 def read_manifest(data: bytes) -> ReadManifest | None:
     """The active manifest of a JPEG or PNG, or None when it carries no store.
 
     Raises UnsupportedFormat for other formats, CorruptMedia for a malformed file, store or manifest,
     MediaTooLarge past the JUMBF bounds.
     """
-    found = carriers.carrier_for(data).find(data)
+    carrier = carriers.carrier_for(data)
+    found = carrier.find(data)
     if found is None:
         return None
     manifests = store_manifests(found.store)
-    return parse_manifest(manifests[-1], found.start, found.length, len(manifests))
+    manifest = parse_manifest(manifests[-1], found.start, found.length, len(manifests), carrier)
+    return replace(manifest, store_boxes={box.label: box.raw for box in manifests})
 
 
 def store_manifests(store_bytes: bytes) -> list[jumbf.SuperBox]:
@@ -139,7 +166,8 @@ def store_manifests(store_bytes: bytes) -> list[jumbf.SuperBox]:
     return manifests
 
 
-def parse_manifest(manifest: jumbf.SuperBox, store_start: int, store_length: int, count: int) -> ReadManifest:
+def parse_manifest(manifest: jumbf.SuperBox, store_start: int, store_length: int, count: int,
+                   carrier: carriers.Carrier | None = None) -> ReadManifest:
     """One manifest superbox parsed: claim, COSE_Sign1 headers and CBOR assertions. Raises CorruptMedia."""
     claim_bytes = _cbor_content(manifest.child(CLAIM_LABEL) or manifest.child("c2pa.claim"), "claim")
     sign1 = _decode(_cbor_content(manifest.child(SIGNATURE_LABEL), "signature"), "signature")
@@ -155,7 +183,8 @@ def parse_manifest(manifest: jumbf.SuperBox, store_start: int, store_length: int
     boxes = {box.label: box for box in (assertion_store.superboxes() if assertion_store else [])}
     assertions = {label: _assertion_value(box) for label, box in boxes.items()}
     return ReadManifest(manifest.label, claim, claim_bytes, assertions, {k: b.raw for k, b in boxes.items()},
-                        protected, sign1.value[0], sign1.value[3], store_start, store_length, count, unprotected)
+                        protected, sign1.value[0], sign1.value[3], store_start, store_length, count, unprotected,
+                        carrier)
 
 
 def _cbor_content(box: jumbf.SuperBox | None, what: str) -> bytes:
@@ -194,31 +223,21 @@ def check_manifest(data: bytes, manifest: ReadManifest, verify: Callable[[bytes,
 
 
 def _data_hash_valid(data: bytes, manifest: ReadManifest) -> bool:
-    binding = manifest.assertions.get(DATA_HASH_LABEL)
-    return isinstance(binding, dict) and data_hash_matches(data, binding, manifest)
+    return binding_matches(data, manifest)
+
+
+def binding_matches(data: bytes, manifest: ReadManifest) -> bool:
+    """Whether the hard binding of the file's format (`c2pa.hash.data`, or BMFF's) holds for `data`."""
+    carrier = manifest.carrier or carriers.carrier_for(data)
+    content = manifest.assertions.get(carrier.binding_label)
+    found = carriers.Found(b"", manifest.store_start, manifest.store_length)
+    return isinstance(content, dict) and carrier.binding_matches(data, found, content, manifest.claim.get("alg"))
 
 
 def data_hash_matches(data: bytes, binding: dict, manifest: ReadManifest) -> bool:
     """Whether `c2pa.hash.data` hashes `data` minus its exclusions, which must cover the manifest store."""
-    digest = _hasher(binding.get("alg", manifest.claim.get("alg")))
-    exclusions = binding.get("exclusions") or []
-    if digest is None or not isinstance(exclusions, list | tuple) or len(exclusions) > _MAX_EXCLUSIONS:
-        return False
-    position, view = 0, memoryview(data)
-    try:
-        ranges = sorted((int(item["start"]), int(item["length"])) for item in exclusions)
-    except (*_CBOR_ERRORS, KeyError):
-        return False
-    for start, length in ranges:
-        if start < position or length < 0 or start + length > len(data):
-            return False
-        digest.update(view[position:start])
-        position = start + length
-    digest.update(view[position:])
-    # The store itself must lie inside the exclusions, or it would be hashing itself.
-    covered = any(s <= manifest.store_start and manifest.store_start + manifest.store_length <= s + n
-                  for s, n in ranges)
-    return covered and digest.digest() == binding.get("hash")
+    found = carriers.Found(b"", manifest.store_start, manifest.store_length)
+    return carriers.data_hash_matches(data, binding, found, manifest.claim.get("alg"))
 
 
 def assertion_references(manifest: ReadManifest) -> list[dict]:

@@ -29,7 +29,7 @@ from media_codecs.c2pa.reading import (
     assertion_hash_matches,
     assertion_label,
     assertion_references,
-    data_hash_matches,
+    binding_matches,
     parse_manifest,
     store_manifests,
 )
@@ -85,7 +85,7 @@ def validate_upstream(data: bytes, *, at: datetime | None = None) -> UpstreamMan
         return None
     _check_size(found.store)
     manifests = store_manifests(found.store)
-    active = parse_manifest(manifests[-1], found.start, found.length, len(manifests))
+    active = parse_manifest(manifests[-1], found.start, found.length, len(manifests), carrier)
     results = {"activeManifest": _validate(data, active, at or datetime.now(UTC))}
     return _upstream(found.store, manifests, active, carrier.mime_type, results)
 
@@ -180,12 +180,13 @@ def _assertion_statuses(manifest: ReadManifest) -> list[tuple[str, dict]]:
 
 
 def _binding_status(data: bytes, manifest: ReadManifest) -> tuple[str, dict]:
-    url = f"self#jumbf=/c2pa/{manifest.label}/c2pa.assertions/{DATA_HASH_LABEL}"
-    binding = manifest.assertions.get(DATA_HASH_LABEL)
-    if isinstance(binding, dict):
-        if data_hash_matches(data, binding, manifest):
-            return _status("success", "assertion.dataHash.match", url, "data hash valid")
-        return _status("failure", "assertion.dataHash.mismatch", url, "asset hash error: the data hash does not match")
+    label = manifest.carrier.binding_label if manifest.carrier else DATA_HASH_LABEL
+    url = f"self#jumbf=/c2pa/{manifest.label}/c2pa.assertions/{label}"
+    if isinstance(manifest.assertions.get(label), dict):
+        kind = "bmffHash" if label != DATA_HASH_LABEL else "dataHash"
+        if binding_matches(data, manifest):
+            return _status("success", f"assertion.{kind}.match", url, "data hash valid")
+        return _status("failure", f"assertion.{kind}.mismatch", url, "asset hash error: the data hash does not match")
     other = next((label for label in manifest.assertions if label.split("__")[0] in _OTHER_HARD_BINDINGS), None)
     if other is not None:
         return _status("failure", "algorithm.unsupported", f"self#jumbf=/c2pa/{manifest.label}/c2pa.assertions/{other}",

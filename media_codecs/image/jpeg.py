@@ -212,7 +212,7 @@ class JpegCodec(ImageCodec):
     @property
     def c2pa_carrier(self) -> Carrier:
         """The store travels in APP11 segments; the C2PA package is imported when a manifest is first met."""
-        from media_codecs.c2pa.carriers import JPEG_CARRIER
+        from media_codecs.c2pa.carriers.jpeg import JPEG_CARRIER
 
         return JPEG_CARRIER
 

@@ -187,7 +187,7 @@ class PngCodec(ImageCodec):
     @property
     def c2pa_carrier(self) -> Carrier:
         """The store travels in a `caBX` chunk; the C2PA package is imported when a manifest is first met."""
-        from media_codecs.c2pa.carriers import PNG_CARRIER
+        from media_codecs.c2pa.carriers.png import PNG_CARRIER
 
         return PNG_CARRIER
 

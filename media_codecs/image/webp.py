@@ -5,6 +5,7 @@ simple file (one `VP8 ` or `VP8L` chunk) is converted to the extended format by 
 VP8X chunk with the canvas size and alpha flag read from the bitstream, then the XMP chunk
 is added and the XMP flag set. Stripping undoes exactly that, so a simple file comes back
 byte for byte. Chunks are kept as the exact bytes read; only the RIFF size is rewritten.
+Stripping also drops the `C2PA` chunk of a manifest store (media_codecs/c2pa/carriers/riff.py).
 
 Limit, checked while parsing: at most MAX_CHUNKS chunks (a still has at most six; an animation
 has one ANMF chunk per frame), of which at most MAX_METADATA_CHUNKS are not frames. The decoder
@@ -27,6 +28,8 @@ from media_codecs.riff import Chunk, make_chunk
 if TYPE_CHECKING:
     import numpy as np
     from PIL import Image
+
+    from media_codecs.c2pa.carriers import Carrier
 
 # VP8X flags byte (container spec, "Extended File Format"): Rsv Rsv I L E X A R.
 FLAG_ICC, FLAG_ALPHA, FLAG_EXIF, FLAG_XMP, FLAG_ANIMATION = 0x20, 0x10, 0x08, 0x04, 0x02
@@ -195,6 +198,13 @@ class WebpCodec(ImageCodec):
     magic = ((0, b"RIFF"), (8, b"WEBP"))  # RIFF with form type WEBP
     max_sign_pixels = 16_777_216  # 4096 x 4096; libwebp's encoder needs about 20 bytes a pixel
 
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """The store travels in a `C2PA` chunk; the C2PA package is imported when a manifest is first met."""
+        from media_codecs.c2pa.carriers.riff import WEBP_CARRIER
+
+        return WEBP_CARRIER
+
     def parse(self, data: bytes) -> tuple[list[Chunk], memoryview]:
         return parse_chunks(data)
 
@@ -225,14 +235,16 @@ class WebpCodec(ImageCodec):
         return None if index is None else xmp.read_token(chunks[index].payload)
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """Remove our token; the XMP chunk and the XMP flag go when nothing else is left.
+        """Remove our token and any C2PA manifest store (the `C2PA` chunk, the other container a signed
+        WebP may gain); the XMP chunk and the XMP flag go when nothing else is left.
 
         A VP8X that only restates the bitstream is dropped too, which returns a simple
         file to its original bytes. Raises UnsupportedFormat, CorruptMedia.
         """
         media = self.media(content)
         chunks, trailer = media.container
-        stripped = _simplified(_without_token(list(chunks)))
+        kept = [chunk for chunk in chunks if chunk.fourcc != riff.C2PA_CHUNK]
+        stripped = _simplified(_without_token(kept))
         return media.data if stripped == chunks else assemble(stripped, trailer)
 
     def decoder_input(self, media: Media) -> bytes:

@@ -223,7 +223,7 @@ def test_files_without_a_manifest_read_as_none() -> None:
 
 def test_other_formats_are_refused() -> None:
     with pytest.raises(UnsupportedFormat):
-        embed(encode(photo("astronaut"), "WEBP"), _facts(), _sign)
+        embed(b"plain text carries no manifest store\n", _facts(), _sign)
     with pytest.raises(UnsupportedFormat):
         read_manifest(b"GIF89a")
 

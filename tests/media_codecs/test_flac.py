@@ -175,10 +175,22 @@ def test_frames_shorter_than_declared_are_corrupt_when_decoded() -> None:
         CODEC.samples(media)
 
 
-def test_an_id3_tag_in_front_is_not_supported() -> None:
-    data = b"ID3\x04\x00\x00\x00\x00\x00\x0a" + bytes(10) + audio.flac_bytes(audio.tone(0.1))
-    with pytest.raises(UnsupportedFormat, match="FLAC"):
-        open_media(data)
+def test_an_id3_tag_in_front_is_read_and_kept() -> None:
+    """Where c2pa-rs puts a FLAC's manifest store: the tag is kept by token surgery, the FLAC read behind it,
+    also when the tag is longer than the detection head."""
+    plain = audio.flac_bytes(audio.tone(0.1))
+    for padding in (10, 10_000):
+        tag = b"ID3\x04\x00\x00" + bytes([0, 0, padding >> 7, padding & 0x7F]) + bytes(padding)
+        media = open_media(tag + plain)
+        assert media.codec is CODEC and media.container.info == CODEC.open(plain).container.info
+        signed = CODEC.embed_token(media, TOKEN)
+        assert signed.startswith(tag) and CODEC.extract_token(signed) == TOKEN
+        assert CODEC.strip_token(signed) == tag + plain
+
+
+def test_an_id3_tag_in_front_of_something_else_is_not_flac() -> None:
+    with pytest.raises(UnsupportedFormat):
+        CODEC.open(b"ID3\x04\x00\x00\x00\x00\x00\x0a" + bytes(10) + b"RIFF" + bytes(100))
 
 
 def test_bit_depths_libsndfile_cannot_write_are_not_reencoded() -> None:

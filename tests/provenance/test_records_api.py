@@ -45,7 +45,8 @@ def test_the_public_record_has_the_addendum_fields(key_client, org, body, api_cl
     record = response.json()
     assert set(record) == {"record_id", "generator_id", "org", "model", "watermark_id", "content_hash", "phash",
                            "signature", "signature_algorithm", "kid", "signed_payload", "signed_at", "format",
-                           "token", "log"}
+                           "token", "log", "signature_timestamp"}
+    assert record["signature_timestamp"] is None  # no time-stamp authority in these tests
     assert record["signature"] == body["signature"] and record["signature_algorithm"] == "ml-dsa-65"
     assert record["signed_payload"] == body["signed_payload"] and record["token"] == created["token"]
     assert record["org"] == org.name and record["format"] is None and record["signed_at"].endswith("Z")

@@ -10,7 +10,9 @@ reader that read the file reads the update. The layout is in `update.py`.
 
 The strip rule, which `content_hash` depends on:
 
-- When the file ends with our update, `strip_token` returns the bytes before it: exactly the
+- A C2PA manifest store travels in another update of ours, appended last (`c2pa.py`); when the
+  file ends with it, it goes first, so a file hashes the same before and after its manifest.
+- When the file then ends with our token update, `strip_token` returns the bytes before it: exactly the
   input that was signed. A file ends with our update when its tail is byte for byte the update
   we would write for the bytes before it and the token it carries (`update.without_our_update`),
   so the rule depends on nothing but the bytes.

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from media_codecs import xmp
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media, Work, file_units
 from media_codecs.text.base import TextCodec
+from media_codecs.text.pdf.c2pa import without_our_manifest
 from media_codecs.text.pdf.document import HEADER, HEADER_WINDOW, Document, read_document
 from media_codecs.text.pdf.update import compose_update, without_our_update
+
+if TYPE_CHECKING:
+    from media_codecs.c2pa.carriers import Carrier
 
 _VERSIONED_HEADER = re.compile(rb"%PDF-\d\.\d")
 
@@ -27,6 +32,14 @@ class PdfCodec(TextCodec):
         if _VERSIONED_HEADER.search(head, 0, HEADER_WINDOW + 8):
             return SCORE_WEAK
         return SCORE_NONE
+
+    @property
+    def c2pa_carrier(self) -> Carrier:
+        """The store travels as an embedded file in an incremental update; the C2PA package is imported when
+        a manifest is first met."""
+        from media_codecs.c2pa.carriers.pdf import PDF_CARRIER
+
+        return PDF_CARRIER
 
     def parse(self, data: bytes) -> Document:
         """The cross-reference chain, the catalog and its XMP packet.
@@ -56,14 +69,23 @@ class PdfCodec(TextCodec):
         return None if document.metadata is None else xmp.read_token(document.metadata)
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """The file without our update when it is the last one; the file unchanged otherwise.
+        """The file without our C2PA manifest update when it is the last one, then without our token update
+        when that is the last one; the file unchanged otherwise.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge.
         """
-        return self._original(self.media(content)).data
+        media = self.media(content)
+        # A signed file is the original, our token update, then (once a manifest is embedded) our C2PA
+        # update: dropping both gives the same bytes before and after the manifest.
+        return media.cached("hashed", lambda: self._original_of(without_our_manifest(media.container))).data
 
     def _original(self, media: Media) -> Document:
-        return media.cached("original", lambda: without_our_update(media.container, self.extract_token(media)))
+        return media.cached("original", lambda: self._original_of(media.container))
+
+    @staticmethod
+    def _original_of(document: Document) -> Document:
+        token = None if document.metadata is None else xmp.read_token(document.metadata)
+        return without_our_update(document, token)
 
 
 CODEC = PdfCodec()

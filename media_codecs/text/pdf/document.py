@@ -13,7 +13,7 @@ and the codec writes its own offsets the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
@@ -85,6 +85,7 @@ class Document:
     size: int  # one more than the highest object number in use
     metadata: bytes | None = None  # the XMP packet of the catalog's /Metadata stream
     metadata_error: str | None = None  # why the metadata stream could not be read
+    reader: _Reader | None = field(default=None, repr=False)  # resolves further objects, on the same budget
 
     def trailer_raw(self, key: str) -> bytes | None:
         """The newest trailer's `key` entry as written (for /Info and /ID), or None."""
@@ -116,7 +117,7 @@ def read_document(data: bytes) -> Document:
     if not isinstance(catalog, Dictionary):
         raise CorruptMedia("the PDF catalog is not a dictionary")
     size = max(pdf_int(section.trailer.get("Size", 0), "/Size") for section in sections)
-    document = Document(data, shift, startxref, sections, root, catalog, max(size, root.number + 1))
+    document = Document(data, shift, startxref, sections, root, catalog, max(size, root.number + 1), reader=reader)
     _read_metadata(reader, document)
     return document
 

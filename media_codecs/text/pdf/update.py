@@ -43,9 +43,9 @@ def compose_update(document: Document, token: str) -> bytes:
     out += b"%d %d obj\n" % document.root + _catalog(document, metadata_number) + b"\nendobj\n"
     xref_offset = origin + len(out)
     if document.sections[0].is_stream:
-        out += _xref_stream(document, offsets, xref_offset)
+        out += xref_stream(document, offsets, xref_offset)
     else:
-        out += _xref_table(document, offsets)
+        out += xref_table(document, offsets)
     return bytes(out + b"startxref\n%d\n%%%%EOF\n" % xref_offset)
 
 
@@ -92,7 +92,7 @@ def _runs(numbers: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def _xref_table(document: Document, offsets: dict[int, tuple[int, int]]) -> bytes:
+def xref_table(document: Document, offsets: dict[int, tuple[int, int]]) -> bytes:
     out = bytearray(b"xref\n")
     for first, count in _runs(list(offsets)):
         out += b"%d %d\n" % (first, count)
@@ -102,7 +102,7 @@ def _xref_table(document: Document, offsets: dict[int, tuple[int, int]]) -> byte
     return bytes(out + b"trailer\n<<" + _trailer_entries(document, size) + b">>\n")
 
 
-def _xref_stream(document: Document, offsets: dict[int, tuple[int, int]], xref_offset: int) -> bytes:
+def xref_stream(document: Document, offsets: dict[int, tuple[int, int]], xref_offset: int) -> bytes:
     # 7.5.8: the stream lists itself; rows are written unfiltered, so the update stays plain bytes.
     number = max(document.size, max(offsets) + 1)
     offsets = {**offsets, number: (xref_offset, 0)}
