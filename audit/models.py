@@ -33,6 +33,10 @@ class AuditEvent(models.Model):
         RECOVERY_CODES_REGENERATED = security_events.RECOVERY_CODES_REGENERATED
         RECOVERY_CODE_USED = security_events.RECOVERY_CODE_USED
         PASSWORD_CHANGED = security_events.PASSWORD_CHANGED
+        # A generator's own C2PA signing certificate; metadata: `generator_id` and the leaf's subject,
+        # serial and SHA-256 fingerprint (never the key).
+        C2PA_CERTIFICATE_UPLOADED = "generator.c2pa_certificate_uploaded"
+        C2PA_CERTIFICATE_REMOVED = "generator.c2pa_certificate_removed"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")

@@ -47,6 +47,8 @@ TYPE_LABELS = {
     "account.recovery_codes_regenerated": "Recovery codes replaced",
     "account.recovery_code_used": "Recovery code used",
     "account.password_changed": "Password changed",
+    "generator.c2pa_certificate_uploaded": "Generator's own C2PA certificate set",
+    "generator.c2pa_certificate_removed": "Generator's own C2PA certificate removed",
 }
 
 TOKEN_SOURCES = {
@@ -203,6 +205,18 @@ def _plan_changed(event: _Reader) -> Described:
                      f"{_plan(event, 'plan', 'billing_interval')}, by {event.text('actor', 'staff')}.")
 
 
+def _c2pa_certificate_uploaded(event: _Reader) -> Described:
+    return Described(f"{event.actor()} set the C2PA signing certificate of {event.generator()} to the "
+                     f"organization's own ({event.text('subject', 'subject not recorded')}).",
+                     event.references(("Generator", "generator_id"), ("Certificate SHA-256", "sha256")))
+
+
+def _c2pa_certificate_removed(event: _Reader) -> Described:
+    return Described(f"{event.actor()} removed the organization's own C2PA signing certificate of "
+                     f"{event.generator()}: the service's certificates sign again.",
+                     event.references(("Generator", "generator_id")))
+
+
 def _account(done: str) -> Callable[[_Reader], Described]:
     return lambda event: Described(f"{event.actor()} {done}.")
 
@@ -238,6 +252,8 @@ _DESCRIBERS: dict[str, Callable[[_Reader], Described]] = {
     "account.recovery_codes_regenerated": _account("replaced their recovery codes"),
     "account.recovery_code_used": _recovery_code_used,
     "account.password_changed": _account("changed their password"),
+    "generator.c2pa_certificate_uploaded": _c2pa_certificate_uploaded,
+    "generator.c2pa_certificate_removed": _c2pa_certificate_removed,
 }
 
 

@@ -44,6 +44,7 @@ api_v1 = [
     path("audit", include("audit.urls")),
     path("verify", include(verification_urls.verify)),
     path("c2pa/", include(verification_urls.c2pa)),
+    path("c2pa/", include(generators_urls.c2pa)),
     path("team/", include("teams.urls")),
     path("", include("webhooks.urls")),
     path("log/", include("transparency.urls")),

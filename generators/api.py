@@ -1,18 +1,23 @@
-"""/v1/generators (organization-scoped) and the public /v1/keys/:generator_id."""
+"""/v1/generators (organization-scoped), the public /v1/keys/:generator_id and /v1/c2pa/trust-anchors."""
 
-from drf_spectacular.utils import extend_schema
+import base64
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import AllowAny, BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.scoping import OrgScopedViewSet
 from core.cors import PublicCors
+from core.errors import Forbidden
 from core.paging import PageQuery, optional_page, page_counts
 from core.throttles import VerifyIpThrottle
-from core.validation import validated
-from generators import selectors, services
+from core.validation import validated, validated_query
+from generators import certificates, selectors, services
 from generators import serializers as s
 from generators.models import Generator
 
@@ -42,7 +47,8 @@ class GeneratorViewSet(OrgScopedViewSet):
         keys = data.get("public_keys") or []
         generator = services.generator_register(org=request.org, name=data["name"],
                                                 public_key=_public_key(keys[0] if keys else None),
-                                                supported_formats=data.get("supported_formats"))
+                                                supported_formats=data.get("supported_formats"),
+                                                c2pa_signing=data.get("c2pa_signing", "ml-dsa-65"))
         return Response(s.GeneratorDetailOutput(generator).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: s.GeneratorRevokedOutput}, tags=["generators"])
@@ -51,6 +57,11 @@ class GeneratorViewSet(OrgScopedViewSet):
         generator = services.generator_revoke(generator=self.get_object())
         return Response(s.GeneratorRevokedOutput(generator).data)
 
+    def get_permissions(self):
+        if self.action in ("c2pa_certificate", "c2pa_certificate_remove"):
+            return [*super().get_permissions(), NotMemberRole()]
+        return super().get_permissions()
+
     @extend_schema(request=s.GeneratorRotateInput, responses={200: s.GeneratorDetailOutput}, tags=["generators"])
     @action(detail=True, methods=["post"])
     def rotate(self, request, pk=None):
@@ -58,6 +69,24 @@ class GeneratorViewSet(OrgScopedViewSet):
         generator = self.get_object()
         services.generator_rotate_key(generator=generator, public_key=_public_key(data.get("public_key")))
         return Response(s.GeneratorDetailOutput(self.get_object()).data)
+
+    @extend_schema(request=s.C2paCertificateUploadInput, tags=["generators"], responses={
+        200: s.C2paCertificateOutput,
+        400: OpenApiResponse(description="`validation_error` (details say what fails) or `generator_client_managed`"),
+    })
+    @action(detail=True, methods=["put"], url_path="c2pa-certificate")
+    def c2pa_certificate(self, request, pk=None):
+        data = validated(s.C2paCertificateUploadInput, request)
+        upload = certificates.generator_c2pa_certificate_upload(
+            generator=self.get_object(), chain_pem=data["certificate_chain"], key_pem=data["private_key"],
+            actor=_actor_id(request))
+        return Response(s.C2paCertificateOutput(_upload_body(upload)).data)
+
+    @extend_schema(request=None, responses={200: s.C2paCertificateRemovedOutput}, tags=["generators"])
+    @c2pa_certificate.mapping.delete
+    def c2pa_certificate_remove(self, request, pk=None):
+        removed = certificates.generator_c2pa_certificate_remove(generator=self.get_object(), actor=_actor_id(request))
+        return Response(s.C2paCertificateRemovedOutput({"removed": removed}).data)
 
 
 class PublicKeyView(PublicCors, APIView):
@@ -69,4 +98,47 @@ class PublicKeyView(PublicCors, APIView):
 
     @extend_schema(responses={200: s.PublicKeyListOutput}, tags=["generators"])
     def get(self, request, generator_id):
-        return Response(s.PublicKeyListOutput(selectors.public_key_lookup(generator_id=generator_id)).data)
+        generator = selectors.public_key_lookup(generator_id=generator_id)
+        chains = certificates.public_key_certificates(generator)
+        return Response(s.PublicKeyListOutput(generator, context={"certificates": chains}).data)
+
+
+class TrustAnchorsView(PublicCors, APIView):
+    """Public: the root certificates a C2PA validator should trust for this deployment's manifests."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes = [VerifyIpThrottle]
+
+    @extend_schema(parameters=[s.TrustAnchorQuery], tags=["c2pa"], responses={
+        (200, "application/json"): s.TrustAnchorListOutput,
+        (200, "application/x-pem-file"): OpenApiResponse(OpenApiTypes.STR, description="PEM bundle (?format=pem)"),
+    })
+    def get(self, request):
+        query = validated_query(s.TrustAnchorQuery, request)
+        anchors = certificates.trust_anchor_certificates()
+        if query["format"] == "pem":
+            bundle = "".join(certificates.certificate_summary(der)["certificate"] for der in anchors)
+            return HttpResponse(bundle, content_type="application/x-pem-file")
+        body = {"trust_anchors": [certificates.certificate_summary(der) for der in anchors]}
+        return Response(s.TrustAnchorListOutput(body).data)
+
+
+class NotMemberRole(BasePermission):
+    """A generator's own signing key is an Owner's or Admin's to change: a session of the `user` role is 403.
+    API keys act for the organization, as on the other generator routes."""
+
+    def has_permission(self, request, view) -> bool:
+        if request.auth is not None and request.auth.is_session and request.user.role not in ("owner", "admin"):
+            raise Forbidden("This needs the role owner or admin.")
+        return True
+
+
+def _actor_id(request) -> str | None:
+    return str(request.user.pk) if request.auth is not None and request.auth.is_session else None
+
+
+def _upload_body(upload) -> dict:
+    chain = [certificates.certificate_summary(base64.b64decode(der)) for der in upload.chain]
+    return {"generator": upload.generator, "certificate_chain": [c["certificate"] for c in chain],
+            "subject": chain[0]["subject"], "not_after": upload.not_after, "sha256": chain[0]["sha256"]}

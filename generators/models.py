@@ -17,12 +17,17 @@ class Generator(models.Model):
         SERVER = "server"  # the service holds the keypair: POST /v1/sign
         CLIENT = "client"  # the caller signs and registers only public keys: POST /v1/records
 
+    class C2paSigning(models.TextChoices):
+        ML_DSA_65 = "ml-dsa-65"  # C2PA claim signed with ML-DSA-65 only
+        HYBRID = "hybrid"  # ES256 claim signature (X.509 chain validators trust) + ML-DSA-65 countersignature
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="generators")
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     mode = models.CharField(max_length=10, choices=Mode.choices)
     supported_formats = models.JSONField(default=list)
+    c2pa_signing = models.CharField(max_length=10, choices=C2paSigning.choices, default=C2paSigning.ML_DSA_65)
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
@@ -82,3 +87,80 @@ class GeneratorKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kid} of {self.generator_id}"
+
+
+class CertificateAuthority(models.Model):
+    """A CA certificate of the deployment's C2PA hierarchies: a root or an intermediate, run by the service
+    (its private key sealed here) or installed by the operator (an intermediate from a trust-listed CA, and
+    its root when given, which has no key here). The newest usable intermediate of a family issues."""
+
+    class Family(models.TextChoices):
+        ES256 = "es256"  # classical: ECDSA roots and intermediates, ES256 end entities
+        ML_DSA_65 = "ml-dsa-65"
+
+    class Kind(models.TextChoices):
+        ROOT = "root"
+        INTERMEDIATE = "intermediate"
+
+    class Origin(models.TextChoices):
+        SERVICE = "service"
+        INSTALLED = "installed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    family = models.CharField(max_length=10, choices=Family.choices)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    origin = models.CharField(max_length=10, choices=Origin.choices)
+    # 1, 2, ... per family and kind: the unique constraint makes concurrent first use create one CA, and
+    # the highest generation is the newest.
+    generation = models.PositiveIntegerField()
+    certificate = models.BinaryField()  # DER
+    # Installed intermediates only: base64 DER of the CA certificates between it and its root, nearest first.
+    chain = models.JSONField(default=list)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    # Sealed PKCS#8 DER (ECDSA) or 32-byte seed (ML-DSA); none for an installed root.
+    encrypted_private_key = models.BinaryField(null=True, blank=True, editable=False)
+    not_after = models.DateTimeField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["family", "kind", "generation"]
+        constraints = [
+            models.UniqueConstraint(fields=["family", "kind", "generation"], name="ca_family_kind_generation_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.family} {self.kind} G{self.generation} ({self.origin})"
+
+
+class GeneratorCertificate(models.Model):
+    """A generator key's end-entity certificates from the deployment CA, issued on first need and again
+    when expired or when a newer intermediate issues: the ML-DSA-65 one for the key's own public key, and
+    for hybrid generators an ES256 one for a P-256 key the service made and sealed."""
+
+    key = models.OneToOneField(GeneratorKey, primary_key=True, on_delete=models.CASCADE, related_name="certificate")
+    ml_dsa_certificate = models.BinaryField(null=True, blank=True)
+    ml_dsa_issuer = models.ForeignKey(CertificateAuthority, null=True, blank=True, on_delete=models.PROTECT,
+                                      related_name="+")
+    es256_certificate = models.BinaryField(null=True, blank=True)
+    es256_issuer = models.ForeignKey(CertificateAuthority, null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="+")
+    encrypted_es256_private_key = models.BinaryField(null=True, blank=True, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"certificates of {self.key_id}"
+
+
+class GeneratorUploadedCertificate(models.Model):
+    """An organization's own ES256 certificate chain and key for a server-managed generator: used for its
+    hybrid C2PA signatures instead of the deployment CA's."""
+
+    generator = models.OneToOneField(Generator, primary_key=True, on_delete=models.CASCADE,
+                                     related_name="uploaded_certificate")
+    chain = models.JSONField()  # base64 DER, end entity first, no self-signed root
+    encrypted_private_key = models.BinaryField(editable=False)  # sealed PKCS#8 DER of the P-256 key
+    not_after = models.DateTimeField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"uploaded certificate of {self.generator_id}"

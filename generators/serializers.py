@@ -5,6 +5,12 @@ from drf_spectacular.utils import extend_schema_serializer
 from core.paging import ListPageFields
 from core.validation import serializers
 from media_codecs import FAMILIES
+from record_format.certificates import MAX_CHAIN_LENGTH
+
+C2PA_SIGNING = ("ml-dsa-65", "hybrid")
+# A PEM certificate of a usual CA is 1-3 KB (an ML-DSA one ~7.5 KB); the bounds keep a body's parsing cheap.
+PEM_CERTIFICATE_MAX_CHARS = 16000
+PEM_KEY_MAX_CHARS = 4000
 
 KID_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 
@@ -22,6 +28,10 @@ class GeneratorRegisterInput(serializers.Serializer):
         help_text="Omit (or send []) for a server-managed keypair; one key for client-managed.")
     supported_formats = serializers.ListField(child=serializers.ChoiceField(choices=FAMILIES), required=False,
                                               allow_empty=False, max_length=len(FAMILIES))
+    c2pa_signing = serializers.ChoiceField(
+        choices=C2PA_SIGNING, required=False,
+        help_text="How C2PA manifests are signed: `ml-dsa-65` (default) or `hybrid` (an ES256 claim signature "
+                  "with an X.509 chain C2PA validators trust, countersigned with ML-DSA-65; server-managed only).")
 
 
 class GeneratorRotateInput(serializers.Serializer):
@@ -40,6 +50,12 @@ class PublicKeyOutput(serializers.Serializer):
 class PublicKeyHistoryOutput(PublicKeyOutput):
     created_at = serializers.DateTimeField()
     retired_at = serializers.DateTimeField(allow_null=True)
+    certificates = serializers.SerializerMethodField(
+        help_text='Per algorithm ("ml-dsa-65", and "es256" for hybrid generators), the key\'s C2PA certificate '
+                  "chain as PEM, end entity first, no root.")
+
+    def get_certificates(self, key) -> dict[str, list[str]]:
+        return self.context.get("certificates", {}).get(key.kid, {})
 
 
 class GeneratorOutput(serializers.Serializer):
@@ -49,6 +65,7 @@ class GeneratorOutput(serializers.Serializer):
     status = serializers.CharField()
     mode = serializers.CharField()
     supported_formats = serializers.ListField(child=serializers.CharField())
+    c2pa_signing = serializers.CharField()
     public_keys = PublicKeyOutput(source="current_keys", many=True)
 
 
@@ -71,4 +88,44 @@ class GeneratorRevokedOutput(serializers.Serializer):
 class PublicKeyListOutput(serializers.Serializer):
     generator_id = serializers.UUIDField(source="pk")
     status = serializers.CharField()
+    c2pa_signing = serializers.CharField()
     public_keys = PublicKeyHistoryOutput(source="keys.all", many=True)
+
+
+class C2paCertificateUploadInput(serializers.Serializer):
+    certificate_chain = serializers.ListField(
+        child=serializers.CharField(max_length=PEM_CERTIFICATE_MAX_CHARS, trim_whitespace=False),
+        allow_empty=False, max_length=MAX_CHAIN_LENGTH,
+        help_text="PEM certificates: the ES256 (P-256) end entity first, then its issuers; the root may be left out.")
+    private_key = serializers.CharField(max_length=PEM_KEY_MAX_CHARS, trim_whitespace=False,
+                                        help_text="The end entity's P-256 key, unencrypted PEM (PKCS#8 or SEC1).")
+
+
+class C2paCertificateOutput(serializers.Serializer):
+    generator_id = serializers.UUIDField(source="generator.pk")
+    certificate_chain = serializers.ListField(child=serializers.CharField(), help_text="PEM, end entity first.")
+    subject = serializers.CharField()
+    not_after = serializers.DateTimeField()
+    sha256 = serializers.CharField(help_text="SHA-256 of the end entity's DER, hex.")
+
+
+class C2paCertificateRemovedOutput(serializers.Serializer):
+    removed = serializers.BooleanField(help_text="False when the generator had no certificate of its own.")
+
+
+class TrustAnchorOutput(serializers.Serializer):
+    certificate = serializers.CharField(help_text="PEM")
+    subject = serializers.CharField()
+    algorithm = serializers.CharField(help_text="The root's key: ecdsa-p384, ml-dsa-65, ...")
+    not_before = serializers.DateTimeField()
+    not_after = serializers.DateTimeField()
+    sha256 = serializers.CharField(help_text="SHA-256 of the DER certificate, hex.")
+
+
+class TrustAnchorListOutput(serializers.Serializer):
+    trust_anchors = TrustAnchorOutput(many=True)
+
+
+class TrustAnchorQuery(serializers.Serializer):
+    format = serializers.ChoiceField(choices=("json", "pem"), required=False, default="json",
+                                     help_text="`pem`: the PEM bundle as application/x-pem-file.")

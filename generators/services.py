@@ -29,15 +29,22 @@ class SuppliedPublicKey:
 
 
 def generator_register(*, org: Organization, name: str, public_key: SuppliedPublicKey | None,
-                       supported_formats: list[str] | None = None) -> Generator:
+                       supported_formats: list[str] | None = None,
+                       c2pa_signing: str = Generator.C2paSigning.ML_DSA_65) -> Generator:
     """A new generator: client-managed with `public_key`, else server-managed with a fresh keypair.
 
-    Writes audit `key_created`. Raises ValidationFailed for a bad key or format list.
+    Writes audit `key_created`. Raises ValidationFailed for a bad key, format list or C2PA signing mode.
     """
     formats = _valid_formats(supported_formats)
     mode = Generator.Mode.CLIENT if public_key else Generator.Mode.SERVER
+    if c2pa_signing not in Generator.C2paSigning.values:
+        raise ValidationFailed(details={"c2pa_signing": [f"Choose from {', '.join(Generator.C2paSigning.values)}."]})
+    if c2pa_signing == Generator.C2paSigning.HYBRID and mode == Generator.Mode.CLIENT:
+        # The ES256 key of a hybrid signature is held by the service, which signs only for server-managed ones.
+        raise ValidationFailed(details={"c2pa_signing": ["hybrid needs a server-managed generator (no public_keys)."]})
     with transaction.atomic():
-        generator = Generator.objects.create(org=org, name=name, mode=mode, supported_formats=formats)
+        generator = Generator.objects.create(org=org, name=name, mode=mode, supported_formats=formats,
+                                             c2pa_signing=c2pa_signing)
         key = _add_key(generator, public_key)
         audit_write(org=org, type="key_created",
                     metadata={"generator_id": str(generator.pk), "kid": key.kid, "name": name, "mode": mode})

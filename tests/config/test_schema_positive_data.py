@@ -34,6 +34,7 @@ STATE_OR_CONTENT = {
     "POST /v1/team/invites/{token}/accept": "400 invite_invalid: the invite must be pending",
     "POST /v1/generators": "the public key must be 1952 bytes of ML-DSA-65 key in base64",
     "POST /v1/generators/{id}/rotate": "a client-managed generator needs the new public key",
+    "PUT /v1/generators/{id}/c2pa-certificate": "the PEM must be a valid ES256 chain and its matching P-256 key",
     "POST /v1/records": "the signature must verify (signature_invalid)",
     "POST /v1/records/batch": "the signatures must verify (signature_invalid)",
     "POST /v1/sign": "the file must be one the service can sign (format_not_supported)",

@@ -104,7 +104,8 @@ def test_list_and_fetch_are_scoped_to_the_organization(key_client, org, other_or
     client = key_client(org)
     listed = client.get(URL).json()["generators"]
     assert [g["generator_id"] for g in listed] == [str(mine.pk)]
-    assert set(listed[0]) == {"generator_id", "org_id", "name", "status", "mode", "supported_formats", "public_keys"}
+    assert set(listed[0]) == {"generator_id", "org_id", "name", "status", "mode", "supported_formats", "c2pa_signing",
+                              "public_keys"}
     assert client.get(f"{URL}/{mine.pk}").status_code == 200
     for path in (f"{URL}/{theirs.pk}", f"{URL}/{theirs.pk}/revoke", f"{URL}/{theirs.pk}/rotate"):
         method = client.get if path.endswith(str(theirs.pk)) else (client.put if "revoke" in path else client.post)
@@ -189,7 +190,7 @@ def test_public_keys_are_public(api_client, org):
     body = response.json()
     assert body["generator_id"] == str(generator.pk) and body["status"] == "active"
     [key] = body["public_keys"]
-    assert set(key) == {"kid", "algorithm", "key", "created_at", "retired_at"}
+    assert set(key) == {"kid", "algorithm", "key", "created_at", "retired_at", "certificates"}
     assert api_client.get("/v1/keys/00000000-0000-0000-0000-000000000000").status_code == 404
     assert api_client.get("/v1/keys/nope").status_code == 404
 

@@ -1,6 +1,7 @@
 """python manage.py reseal_secrets [--dry-run] [--batch-size N]
 
-Seals every generator private key and every webhook signing secret again under the newest
+Seals every generator private key (the ML-DSA seeds and the C2PA keys: the CA's, the ES256 ones, the
+uploaded ones) and every webhook signing secret again under the newest
 KEY_ENCRYPTION_KEY id, then counts what is still sealed under other ids: when that count is zero, the
 other ids can be removed from KEY_ENCRYPTION_KEY (docs/reliability.md, "Rotating the service's keys").
 
@@ -20,7 +21,8 @@ from django.db.models import QuerySet
 
 from core.keyring import key_encryption_ring
 from core.sealing import SealedBlobError, sealed_key_id
-from generators.models import GeneratorKey
+from generators.certificates import c2pa_secret_reseal
+from generators.models import CertificateAuthority, GeneratorCertificate, GeneratorKey, GeneratorUploadedCertificate
 from generators.services import generator_key_reseal
 from webhooks.models import WebhookEndpoint
 from webhooks.services import webhook_secret_reseal
@@ -43,6 +45,13 @@ SEALED_COLUMNS = (
                  "encrypted_private_key", lambda pk: generator_key_reseal(key_pk=pk)),
     SealedColumn("webhook secrets", lambda: WebhookEndpoint.objects.all(),
                  "encrypted_secret", lambda pk: webhook_secret_reseal(endpoint_id=pk)),
+    SealedColumn("C2PA CA keys", lambda: CertificateAuthority.objects.filter(encrypted_private_key__isnull=False),
+                 "encrypted_private_key", lambda pk: c2pa_secret_reseal(model=CertificateAuthority, pk=pk)),
+    SealedColumn("C2PA ES256 keys", lambda: GeneratorCertificate.objects.filter(
+        encrypted_es256_private_key__isnull=False), "encrypted_es256_private_key",
+                 lambda pk: c2pa_secret_reseal(model=GeneratorCertificate, pk=pk)),
+    SealedColumn("uploaded C2PA keys", lambda: GeneratorUploadedCertificate.objects.all(),
+                 "encrypted_private_key", lambda pk: c2pa_secret_reseal(model=GeneratorUploadedCertificate, pk=pk)),
 )
 
 

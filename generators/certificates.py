@@ -1,0 +1,320 @@
+"""Generators' C2PA signing credentials: per key, an ML-DSA-65 end-entity certificate for the key's own
+public key and, for hybrid generators, an ES256 one with its P-256 key, both from the deployment CA
+(generators/certificate_authority.py), issued on first need and stored; or the organization's own uploaded
+ES256 chain and key for one generator.
+
+Issuing locks the key's row, so concurrent first use issues once. A stored certificate is issued again
+when it is near its end or when a newer intermediate of its family issues.
+"""
+
+import base64
+import hashlib
+import logging
+import uuid
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.mldsa import MLDSA65PublicKey
+from django.db import transaction
+from django.utils import timezone
+
+from audit.services import audit_write
+from core.errors import GeneratorClientManaged, KeyUnavailable, NotFound, ValidationFailed
+from core.keyring import private_key_sealing_ring
+from core.sealing import SealedBlobError, seal, sealed_key_id, unseal
+from generators import certificate_authority as authority
+from generators.models import (
+    CertificateAuthority,
+    Generator,
+    GeneratorCertificate,
+    GeneratorKey,
+    GeneratorUploadedCertificate,
+)
+from record_format import certificates as certs
+
+logger = logging.getLogger(__name__)
+
+END_ENTITY_DAYS = 365
+Family = CertificateAuthority.Family
+
+
+@dataclass(frozen=True)
+class C2paCredentials:
+    signing: str                      # generator.c2pa_signing: "ml-dsa-65" or "hybrid"
+    ml_dsa_chain: tuple[bytes, ...]   # DER, end-entity first (the key's ML-DSA-65 cert), no root
+    es256_chain: tuple[bytes, ...]    # DER, end-entity first, no root; () when not hybrid
+    es256_private_key: ec.EllipticCurvePrivateKey | None  # unsealed; None when not hybrid
+
+
+def generator_c2pa_credentials(key: GeneratorKey) -> C2paCredentials:
+    """The certificate chains (and ES256 key) a C2PA signature by `key` carries, issuing what is missing.
+
+    An ES256 chain only for a hybrid server-managed generator: its uploaded one when there is one not yet
+    expired, else the deployment CA's. Raises KeyUnavailable (503) when a sealed key does not unseal.
+    """
+    generator = key.generator
+    hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
+    upload = _live_upload(generator) if hybrid else None
+    stored = key_certificates_ensure(key, es256=hybrid and upload is None)
+    ml_dsa_chain = (bytes(stored.ml_dsa_certificate), *authority.issuer_chain(stored.ml_dsa_issuer))
+    if not hybrid:
+        return C2paCredentials(generator.c2pa_signing, ml_dsa_chain, (), None)
+    if upload is not None:
+        chain = tuple(base64.b64decode(der) for der in upload.chain)
+        private_key = _unseal_ec(upload.encrypted_private_key, _upload_context(generator.pk))
+    else:
+        chain = (bytes(stored.es256_certificate), *authority.issuer_chain(stored.es256_issuer))
+        private_key = _unseal_ec(stored.encrypted_es256_private_key, _es256_context(key.pk))
+    return C2paCredentials(generator.c2pa_signing, ml_dsa_chain, chain, private_key)
+
+
+def trust_anchor_certificates() -> list[bytes]:
+    """DER roots a validator should trust: the service's roots (both families), an installed CA's root
+    when one was given, and the time-stamp authority's roots (core.tsa.tsa_roots())."""
+    return authority.trust_anchors()
+
+
+def key_certificates_ensure(key: GeneratorKey, *, es256: bool) -> GeneratorCertificate:
+    """The key's stored certificates, issuing the ML-DSA-65 one (and the ES256 one with `es256`) when
+    missing, near their end, or from an intermediate that no longer issues."""
+    issuers = {Family.ML_DSA_65: authority.current_issuer(Family.ML_DSA_65)}
+    if es256:
+        issuers[Family.ES256] = authority.current_issuer(Family.ES256)
+    stored = _stored(key.pk)
+    if stored is not None and not _stale(stored, issuers):
+        return stored
+    with transaction.atomic():
+        # The key's row lock serializes concurrent first use: the second caller finds the first's certificates.
+        GeneratorKey.objects.select_for_update().filter(pk=key.pk).first()
+        stored, _ = GeneratorCertificate.objects.get_or_create(key=key)
+        stored = _stored(key.pk)
+        if _needs(stored.ml_dsa_certificate, stored.ml_dsa_issuer_id, issuers[Family.ML_DSA_65]):
+            _issue_ml_dsa(stored, key, issuers[Family.ML_DSA_65])
+        if es256 and _needs(stored.es256_certificate, stored.es256_issuer_id, issuers[Family.ES256]):
+            _issue_es256(stored, key, issuers[Family.ES256])
+    return _stored(key.pk)
+
+
+def public_key_certificates(generator: Generator) -> dict[str, dict[str, list[str]]]:
+    """Per kid, the PEM chains (end entity first, no root) shown on the public keys route: {"ml-dsa-65":
+    [...], "es256": [...]} (es256 for hybrid generators). The current key of an active generator gets its
+    certificates issued once; other keys show what is stored."""
+    current = [k for k in generator.keys.all() if k.retired_at is None]
+    hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
+    if current and not generator.is_revoked:
+        key_certificates_ensure(current[0], es256=hybrid and not _has_upload(generator))
+    stored = {c.key_id: c for c in GeneratorCertificate.objects.filter(key__generator=generator).select_related(
+        "ml_dsa_issuer", "es256_issuer")}
+    upload = _live_upload(generator) if hybrid else None
+    shown: dict[str, dict[str, list[str]]] = {}
+    for key in generator.keys.all():
+        chains = _chains_of(stored.get(key.pk), hybrid=hybrid)
+        if upload is not None and key.retired_at is None:
+            chains[Family.ES256] = [certs.der_to_pem(base64.b64decode(der)) for der in upload.chain]
+        shown[key.kid] = chains
+    return shown
+
+
+def generator_c2pa_certificate_upload(*, generator: Generator, chain_pem: list[str], key_pem: str,
+                                      actor: str | None = None) -> GeneratorUploadedCertificate:
+    """Use the organization's own ES256 chain and key for this generator's hybrid C2PA signatures.
+
+    Checks: a P-256 key matching the leaf, a leaf that passes the C2PA profile, each certificate issued by
+    the next, none expired. Replaces an earlier upload. Writes audit `generator.c2pa_certificate_uploaded`.
+    Raises ValidationFailed (with details), GeneratorClientManaged, NotFound (revoked).
+    """
+    if not generator.is_server_managed:
+        raise GeneratorClientManaged("Only a server-managed generator signs C2PA manifests with the service.")
+    chain, key = _validated_upload(chain_pem, key_pem)
+    kept = [c for c in chain if not (len(chain) > 1 and certs.is_self_signed(c))]  # x5chain carries no root
+    with transaction.atomic():
+        locked = Generator.objects.select_for_update().get(pk=generator.pk)
+        if locked.is_revoked:
+            raise NotFound("This generator is revoked.")
+        GeneratorUploadedCertificate.objects.filter(generator=locked).delete()
+        upload = GeneratorUploadedCertificate.objects.create(
+            generator=locked, chain=[base64.b64encode(certs.to_der(c)).decode() for c in kept],
+            encrypted_private_key=_seal(certs.ec_private_key_der(key), _upload_context(locked.pk)),
+            not_after=min(c.not_valid_after_utc for c in kept))
+        audit_write(org=locked.org, type="generator.c2pa_certificate_uploaded",
+                    metadata={"generator_id": str(locked.pk), **_describe(chain[0]), **_actor(actor)})
+    return upload
+
+
+def generator_c2pa_certificate_remove(*, generator: Generator, actor: str | None = None) -> bool:
+    """Go back to the deployment CA's certificates. Idempotent: False when there was no upload.
+
+    Writes audit `generator.c2pa_certificate_removed` when one was removed.
+    """
+    with transaction.atomic():
+        deleted, _ = GeneratorUploadedCertificate.objects.filter(generator=generator).delete()
+        if deleted:
+            audit_write(org=generator.org, type="generator.c2pa_certificate_removed",
+                        metadata={"generator_id": str(generator.pk), **_actor(actor)})
+    return bool(deleted)
+
+
+def c2pa_secret_reseal(*, model: type, pk: uuid.UUID) -> bool:
+    """Seal one C2PA private key (a CA's, a key's ES256 one, an upload's) again under the newest
+    KEY_ENCRYPTION_KEY id, its row locked (as generator_key_reseal does for ML-DSA seeds).
+
+    Returns False when there was nothing to do. Raises SealedBlobError when the blob does not unseal.
+    """
+    column, context = _SEALED_COLUMNS[model]
+    ring = private_key_sealing_ring()
+    with transaction.atomic():
+        row = model.objects.select_for_update().filter(pk=pk, **{f"{column}__isnull": False}).first()
+        if row is None or sealed_key_id(bytes(getattr(row, column))) == ring.newest_id:
+            return False
+        secret = unseal(bytes(getattr(row, column)), ring.keys, associated_data=context(pk))
+        model.objects.filter(pk=pk).update(**{column: _seal(secret, context(pk))})
+    return True
+
+
+def certificate_summary(der: bytes) -> dict:
+    """What the routes show of a certificate: PEM, subject, algorithm, validity and SHA-256 fingerprint."""
+    certificate = certs.load_der(der)
+    return {"certificate": certs.der_to_pem(der), "subject": certificate.subject.rfc4514_string(),
+            "algorithm": certs.algorithm_name(certificate), "not_before": certificate.not_valid_before_utc,
+            "not_after": certificate.not_valid_after_utc, "sha256": hashlib.sha256(der).hexdigest()}
+
+
+def _stored(key_pk: uuid.UUID) -> GeneratorCertificate | None:
+    return GeneratorCertificate.objects.select_related("ml_dsa_issuer", "es256_issuer").filter(key_id=key_pk).first()
+
+
+def _stale(stored: GeneratorCertificate, issuers: dict[str, CertificateAuthority]) -> bool:
+    held = {Family.ML_DSA_65: (stored.ml_dsa_certificate, stored.ml_dsa_issuer_id),
+            Family.ES256: (stored.es256_certificate, stored.es256_issuer_id)}
+    return any(_needs(*held[family], issuer) for family, issuer in issuers.items())
+
+
+def _needs(der: bytes | None, issuer_id: uuid.UUID | None, issuer: CertificateAuthority) -> bool:
+    if der is None or issuer_id != issuer.pk:
+        return True
+    return certs.load_der(der).not_valid_after_utc <= timezone.now() + authority.RENEW_BEFORE
+
+
+def _issue_ml_dsa(stored: GeneratorCertificate, key: GeneratorKey, issuer: CertificateAuthority) -> None:
+    public_key = MLDSA65PublicKey.from_public_bytes(bytes(key.public_key))
+    stored.ml_dsa_certificate = _end_entity(public_key, key, issuer)
+    stored.ml_dsa_issuer = issuer
+    stored.updated_at = timezone.now()
+    stored.save(update_fields=["ml_dsa_certificate", "ml_dsa_issuer", "updated_at"])
+
+
+def _issue_es256(stored: GeneratorCertificate, key: GeneratorKey, issuer: CertificateAuthority) -> None:
+    # A fresh P-256 key with each certificate: nothing signed under the old one needs it again.
+    private_key = ec.generate_private_key(ec.SECP256R1())
+    stored.es256_certificate = _end_entity(private_key.public_key(), key, issuer)
+    stored.es256_issuer = issuer
+    stored.encrypted_es256_private_key = _seal(certs.ec_private_key_der(private_key), _es256_context(key.pk))
+    stored.updated_at = timezone.now()
+    stored.save(update_fields=["es256_certificate", "es256_issuer", "encrypted_es256_private_key", "updated_at"])
+
+
+def _end_entity(public_key: certs.PublicKey, key: GeneratorKey, issuer: CertificateAuthority) -> bytes:
+    generator = key.generator
+    name = certs.subject_name(organization=generator.org.name, common_name=generator.name)
+    certificate = certs.build_end_entity(public_key, name=name, issuer=certs.load_der(issuer.certificate),
+                                         issuer_key=authority.ca_private_key(issuer),
+                                         validity=certs.validity_from(timezone.now(), END_ENTITY_DAYS))
+    return certs.to_der(certificate)
+
+
+def _chains_of(stored: GeneratorCertificate | None, *, hybrid: bool) -> dict[str, list[str]]:
+    chains: dict[str, list[str]] = {}
+    if stored is not None and stored.ml_dsa_certificate is not None:
+        chains[Family.ML_DSA_65] = _pems(stored.ml_dsa_certificate, stored.ml_dsa_issuer)
+    if hybrid and stored is not None and stored.es256_certificate is not None:
+        chains[Family.ES256] = _pems(stored.es256_certificate, stored.es256_issuer)
+    return chains
+
+
+def _pems(der: bytes, issuer: CertificateAuthority) -> list[str]:
+    return [certs.der_to_pem(d) for d in (bytes(der), *authority.issuer_chain(issuer))]
+
+
+def _has_upload(generator: Generator) -> bool:
+    return _live_upload(generator) is not None
+
+
+def _live_upload(generator: Generator) -> GeneratorUploadedCertificate | None:
+    # An expired upload would make every signature fail: the deployment's certificates sign until a new one.
+    return GeneratorUploadedCertificate.objects.filter(generator=generator, not_after__gt=timezone.now()).first()
+
+
+def _validated_upload(chain_pem: list[str], key_pem: str) -> tuple[list[x509.Certificate], ec.EllipticCurvePrivateKey]:
+    try:
+        chain = [c for pem in chain_pem for c in certs.load_pem_chain(pem)]
+    except certs.CertificateError:
+        raise ValidationFailed(details={"certificate_chain": ["Not PEM certificates."]}) from None
+    try:
+        key = certs.load_pem_ec_private_key(key_pem)
+    except certs.CertificateError:
+        raise ValidationFailed(details={"private_key": ["Not an unencrypted PEM EC private key."]}) from None
+    problems = _upload_problems(chain, key)
+    if problems:
+        raise ValidationFailed(details=problems)
+    return chain, key
+
+
+def _upload_problems(chain: list[x509.Certificate], key: ec.EllipticCurvePrivateKey) -> dict[str, list[str]]:
+    if not chain or len(chain) > certs.MAX_CHAIN_LENGTH:
+        return {"certificate_chain": [f"Send 1 to {certs.MAX_CHAIN_LENGTH} certificates, the end entity first."]}
+    leaf, now = chain[0], timezone.now()
+    if not isinstance(key.curve, ec.SECP256R1):
+        return {"private_key": ["ES256 needs a P-256 (secp256r1) key."]}
+    if not certs.same_public_key(leaf.public_key(), key.public_key()):
+        return {"private_key": ["The key does not match the first certificate."]}
+    problems = certs.end_entity_problems(leaf, now)
+    if certs.is_self_signed(leaf):
+        problems.append("self-signed; send a certificate issued by a CA, with that CA's chain")
+    if problems:
+        return {"certificate_chain": [f"The first certificate fails the C2PA profile: {p}." for p in problems]}
+    # The chain's own last certificate stands in as its anchor: whether that is trusted is the validator's call.
+    check = certs.verify_chain([certs.to_der(c) for c in chain], [certs.to_der(chain[-1])], now)
+    if not check.trusted:
+        return {"certificate_chain": [f"The chain does not check: {check.problem}."]}
+    return {}
+
+
+def _describe(leaf: x509.Certificate) -> dict:
+    return {"subject": leaf.subject.rfc4514_string(), "serial": format(leaf.serial_number, "x"),
+            "sha256": hashlib.sha256(certs.to_der(leaf)).hexdigest()}
+
+
+def _actor(actor: str | None) -> dict:
+    return {"actor_id": actor} if actor else {}
+
+
+def _seal(secret: bytes, context: bytes) -> bytes:
+    ring = private_key_sealing_ring()
+    return seal(secret, ring.newest_key, key_id=ring.newest_id, associated_data=context)
+
+
+def _unseal_ec(blob: bytes, context: bytes) -> ec.EllipticCurvePrivateKey:
+    try:
+        return certs.ec_private_key_from_der(unseal(bytes(blob), private_key_sealing_ring().keys,
+                                                    associated_data=context))
+    except (SealedBlobError, TypeError) as error:
+        logger.error("a C2PA ES256 private key (%s) does not unseal: %s", context.decode(), error)
+        raise KeyUnavailable() from None
+
+
+def _es256_context(key_pk: uuid.UUID) -> bytes:
+    # Each sealed key bound to its row and purpose: never unseals as a generator's ML-DSA seed or a CA key.
+    return f"c2pa-es256:{key_pk}".encode()
+
+
+def _upload_context(generator_id: uuid.UUID) -> bytes:
+    return f"c2pa-upload:{generator_id}".encode()
+
+
+# Every sealed C2PA private key: (column, the associated data of a row by primary key), for c2pa_secret_reseal.
+_SEALED_COLUMNS = {
+    CertificateAuthority: ("encrypted_private_key", authority.sealing_context),
+    GeneratorCertificate: ("encrypted_es256_private_key", _es256_context),
+    GeneratorUploadedCertificate: ("encrypted_private_key", _upload_context),
+}
