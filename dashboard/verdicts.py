@@ -29,6 +29,8 @@ class VerdictInWords:
     signals: list[words.Signal]
     provenance: dict | None  # {org, model, signed_at, record_id} when a record was found
     checked_at: datetime
+    time_stamp: str | None = None  # the record signature's time stamp in words
+    credentials: dict | None = None  # the file's C2PA manifest checks in words (words.manifest_in_words)
 
 
 def verdict_in_words(result) -> VerdictInWords:
@@ -41,7 +43,8 @@ def verdict_in_words(result) -> VerdictInWords:
         signals=words.signals(result),
         provenance=None if record is None else {"org": record.org.name, "model": record.model,
                                                 "signed_at": record.signed_at, "record_id": str(record.pk)},
-        checked_at=timezone.now())
+        checked_at=timezone.now(), time_stamp=words.time_stamp_in_words(result.time_stamp),
+        credentials=words.manifest_in_words(result.c2pa))
 
 
 def verdict_token(verdict: VerdictInWords) -> str:

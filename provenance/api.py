@@ -52,6 +52,9 @@ def _created(record) -> dict:
     return {"pk": record.pk, "token": selectors.record_token(record.pk)}
 
 
+C2PA_FIELD = ("true: the signed file comes back carrying a C2PA manifest for the record (JPEG, PNG, WebP, WAV, "
+              "MP3, FLAC, MP4, MOV, PDF; Growth and above), still one signature. Other formats carry their token "
+              "only; the `X-Service-C2pa` header says `embedded` or `none`.")
 SIGN_UPLOAD_LIMIT = 50 * 1024 * 1024  # spec: sign upload and embed asset 50 MB
 
 
@@ -70,7 +73,9 @@ class SignView(APIView):
                                                         "model": {"type": "string"},
                                                         "generator_id": {"type": "string", "format": "uuid"},
                                                         "format": {"type": "string",
-                                                                   "enum": list(FAMILIES)}}}},
+                                                                   "enum": list(FAMILIES)},
+                                                        "c2pa": {"type": "boolean", "default": False,
+                                                                 "description": C2PA_FIELD}}}},
         # The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
         responses={**{(201, media_type): SIGNED_CONTENT for media_type in SIGNED_MEDIA_TYPES},
                    404: GENERATOR_NOT_FOUND, 503: KEY_UNAVAILABLE},
@@ -80,11 +85,12 @@ class SignView(APIView):
         fields = validated(s.SignInput, request)
         data = uploaded_bytes(request, "content")
         signed = content_sign(org=request.org, generator_id=fields["generator_id"], model=fields["model"],
-                              data=data, declared_family=fields.get("format"))
+                              data=data, declared_family=fields.get("format"), c2pa=fields["c2pa"])
         response = HttpResponse(signed.data, status=status.HTTP_201_CREATED, content_type=signed.codec.mime_type)
         response["X-Service-Token"] = signed.token
         response["X-Service-Record-Id"] = str(signed.record.pk)
         response["X-Service-Format"] = signed.codec.family
+        response["X-Service-C2pa"] = "embedded" if signed.manifest else "none"
         return response
 
 

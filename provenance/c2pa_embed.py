@@ -1,28 +1,48 @@
-"""POST /v1/records/:record_id/c2pa/embed: a C2PA manifest, signed with the generator's ML-DSA-65 key,
-spliced into the record's signed JPEG or PNG (no pixel is decoded; docs/decisions.md, "C2PA embed")."""
+"""C2PA manifests for a record, signed with the generator's keys: POST /v1/records/:record_id/c2pa/embed
+splices one into the record's signed file, and POST /v1/sign with `c2pa=true` returns the file already
+carrying it (docs/decisions.md, "C2PA embed" and "Hybrid C2PA manifests").
 
+A generator signs manifests as it chose at registration (`c2pa_signing`): with ML-DSA-65 alone, or hybrid
+(ES256 under the deployment CA's chain, which validators trust, countersigned with ML-DSA-65). With a
+time-stamp authority configured, every manifest signature carries its token (`sigTst2`), asked for in the
+same round trip as the record signature's when both are new.
+"""
+
+import datetime
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from django.conf import settings
 
 from accounts.gates import require_feature
 from accounts.models import Organization
-from core.errors import Forbidden, FormatNotSupported, GeneratorClientManaged, NotFound, ValidationFailed
+from core import tsa
+from core.errors import (
+    Forbidden,
+    FormatNotSupported,
+    GeneratorClientManaged,
+    NotFound,
+    ServiceUnavailable,
+    ValidationFailed,
+)
+from generators.certificates import C2paCredentials, generator_c2pa_credentials
 from generators.models import GeneratorKey
 from generators.selectors import current_key
 from generators.services import generator_signing_seed
 from media_codecs import CodecError, Media, detect
-from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, self_signed_certificate, upstream_from_store
-from provenance.models import Record
+from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, upstream_from_store
+from media_codecs.c2pa.manifest import COSE_ALG_ES256, COSE_ALG_ML_DSA_65, HYBRID, CoseKey, ManifestSigner
+from provenance.codec_errors import codec_errors
+from provenance.models import NO_WATERMARK, Record
 from provenance.selectors import record_for_embed, record_token
-from provenance.signing import NO_WATERMARK, codec_errors
 from record_format import crypto
 from record_format.hashing import content_hash_of_media
 
 CLAIM_GENERATOR = "Provenance Service"
-CERTIFICATE_LIFETIME = timedelta(days=3650)  # the key's own life is bounded by rotation and revocation
 
 
 @dataclass(frozen=True)
@@ -31,12 +51,31 @@ class EmbeddedAsset:
     mime_type: str
 
 
+@dataclass(frozen=True)
+class ManifestSubject:
+    """What a record's manifest states: the record, before or after it is stored."""
+
+    record_id: uuid.UUID
+    model: str
+    generator_id: uuid.UUID
+    watermark_id: str
+    signed_at: datetime.datetime
+
+
+class RecordStamp:
+    """Carries a record signature into the manifest's time-stamp round trip and its token back out."""
+
+    def __init__(self, signature: bytes | None):
+        self.signature = signature
+        self.token: bytes | None = None
+
+
 def record_c2pa_embed(*, org: Organization, record_id: uuid.UUID, data: bytes) -> EmbeddedAsset:
-    """`data` (the record's signed JPEG or PNG) with a signed manifest store for the record, replacing any.
+    """`data` (the record's signed file) with a signed manifest store for the record, replacing any.
 
     Checks, in order: plan (402) and owner email (403), the record (404) and its generator's organization
     (403), revoked (403), client-managed (400), format (400), the content hash against the record's (400).
-    Consumes no signature of the quota. A manifest the image carried when it was signed (kept with the
+    Consumes no signature of the quota. A manifest the upload carried when it was signed (kept with the
     record) becomes the `parentOf` ingredient of ours.
     """
     require_feature(org, "c2pa_embed")
@@ -51,16 +90,64 @@ def record_c2pa_embed(*, org: Organization, record_id: uuid.UUID, data: bytes) -
     key = current_key(generator_id=generator.pk)
     if key is None:  # a live generator always has a current key; a race with revocation lands here
         raise NotFound("This record's generator has no signing key.")
-    seed = generator_signing_seed(key)
-    facts = ManifestFacts(
-        record_id=str(record.pk), model=record.model, generator_id=str(generator.pk), kid=key.kid,
-        token=record_token(record.pk), certificate_chain=(_certificate(seed, key, generator.name, org),),
-        public_key_url=f"{settings.PUBLIC_BASE_URL}/v1/keys/{generator.pk}",
-        watermark_id=None if record.watermark_id == NO_WATERMARK else int(record.watermark_id, 16),
-        claim_generator=CLAIM_GENERATOR, created_at=record.signed_at.isoformat().replace("+00:00", "Z"))
-    with codec_errors(media.codec):
-        embedded = embed(media.data, facts, lambda message: crypto.sign(seed, message), parent=_parent(record))
+    subject = ManifestSubject(record.pk, record.model, generator.pk, record.watermark_id, record.signed_at)
+    embedded = manifest_embed(media, subject=subject, key=key, parent=_parent(record), stamp=RecordStamp(None))
     return EmbeddedAsset(embedded, media.codec.mime_type)
+
+
+def manifest_embed(media: Media, *, subject: ManifestSubject, key: GeneratorKey, parent: UpstreamManifest | None,
+                   stamp: RecordStamp) -> bytes:
+    """The file with a manifest for `subject` signed by `key`'s generator; `stamp.token` gets the record
+    signature's token when `stamp.signature` is set and an authority is configured.
+
+    Raises ServiceUnavailable when the time-stamp authority fails, the codec's API errors for a bad file.
+    """
+    credentials = generator_c2pa_credentials(key)
+    facts = ManifestFacts(
+        record_id=str(subject.record_id), model=subject.model, generator_id=str(subject.generator_id), kid=key.kid,
+        token=record_token(subject.record_id), certificate_chain=credentials.ml_dsa_chain,
+        public_key_url=f"{settings.PUBLIC_BASE_URL}/v1/keys/{subject.generator_id}",
+        watermark_id=None if subject.watermark_id == NO_WATERMARK else int(subject.watermark_id, 16),
+        claim_generator=CLAIM_GENERATOR, created_at=_iso_z(subject.signed_at))
+    signer = manifest_signer(key, credentials, stamp)
+    try:
+        with codec_errors(media.codec):
+            return embed(media.data, facts, signer, parent=parent)
+    except tsa.TimestampUnavailable as error:
+        raise ServiceUnavailable(f"The time-stamp authority did not answer ({error}); nothing was signed. Try "
+                                 "again shortly.") from None
+
+
+def manifest_signer(key: GeneratorKey, credentials: C2paCredentials, stamp: RecordStamp) -> ManifestSigner:
+    seed = generator_signing_seed(key)
+    ml_dsa = CoseKey(COSE_ALG_ML_DSA_65, credentials.ml_dsa_chain, lambda message: crypto.sign(seed, message),
+                     kid=key.kid, public_key_url=f"{settings.PUBLIC_BASE_URL}/v1/keys/{key.generator_id}")
+    time_stamp = _stamper(stamp) if settings.TSA_URL else None
+    if credentials.signing != HYBRID:
+        return ManifestSigner(ml_dsa, time_stamp=time_stamp)
+    es256 = CoseKey(COSE_ALG_ES256, credentials.es256_chain, _es256_signer(credentials.es256_private_key))
+    return ManifestSigner(es256, ml_dsa, time_stamp=time_stamp)
+
+
+def _stamper(stamp: RecordStamp):
+    def time_stamp(messages: Sequence[bytes]) -> list[bytes | None]:
+        extra = [stamp.signature] if stamp.signature is not None else []
+        tokens = tsa.stamp_many([*extra, *messages])
+        if extra:
+            stamp.token = tokens[0]
+        return tokens[len(extra):]
+    return time_stamp
+
+
+def _es256_signer(private_key: ec.EllipticCurvePrivateKey):
+    def sign(message: bytes) -> bytes:
+        r, s = decode_dss_signature(private_key.sign(message, ec.ECDSA(hashes.SHA256())))
+        return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # COSE carries ECDSA as r || s (RFC 9053 2.1)
+    return sign
+
+
+def _iso_z(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _parent(record: Record) -> UpstreamManifest | None:
@@ -72,13 +159,14 @@ def _parent(record: Record) -> UpstreamManifest | None:
 
 
 def _signed_asset(data: bytes, content_hash: str) -> Media:
-    """The upload parsed, if it is a JPEG or PNG whose content hash is the record's. Raises ApiErrors."""
+    """The upload parsed, if its format carries a manifest and its content hash is the record's."""
     try:
         codec = detect(data)
     except CodecError:
         codec = None
     if codec is None or codec.c2pa_carrier is None:
-        raise FormatNotSupported("C2PA manifests are embedded in JPEG and PNG files only.")
+        raise FormatNotSupported("C2PA manifests are embedded in JPEG, PNG, WebP, WAV, MP3, FLAC, MP4, MOV and PDF "
+                                 "files; this file's format carries its token only.")
     with codec_errors(codec):
         media = codec.open(data)
         uploaded_hash = content_hash_of_media(media)
@@ -87,12 +175,3 @@ def _signed_asset(data: bytes, content_hash: str) -> Media:
             "This file is not the signed asset of this record: its content hash (without the token and any "
             "C2PA manifest) differs from the record's. Send the file POST /v1/sign returned, unmodified."]})
     return media
-
-
-def _certificate(seed: bytes, key: GeneratorKey, generator_name: str, org: Organization) -> bytes:
-    """A self-signed certificate for the generator key: C2PA readers parse no signature without an x5chain
-    (they show its names as the signer). X.509 caps both names at 64 characters."""
-    return self_signed_certificate(crypto.private_key_from_seed(seed),
-                                   common_name=generator_name[:64] or f"generator {key.generator_id}",
-                                   organization=org.name[:64] or "Provenance Service customer",
-                                   not_before=key.created_at, not_after=key.created_at + CERTIFICATE_LIFETIME)

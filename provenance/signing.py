@@ -2,26 +2,26 @@
 
 import secrets
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
+from django.utils import timezone
+
+from accounts.gates import require_feature
 from accounts.models import Organization
 from billing.services import usage_precheck
 from core.errors import FormatNotSupported, GeneratorClientManaged, PayloadTooLarge, ValidationFailed
 from generators.selectors import generator_for_signing
 from generators.services import generator_signing_seed
-from media_codecs import Codec, CodecError, CorruptMedia, Media, MediaTooLarge, detect
+from media_codecs import Codec, CodecError, Media, MediaTooLarge, detect
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
-from provenance.models import Record
+from provenance.c2pa_embed import ManifestSubject, RecordStamp, manifest_embed
+from provenance.codec_errors import codec_errors
+from provenance.models import NO_WATERMARK, Record
 from provenance.selectors import record_token
 from provenance.services import RecordDraft, record_create
 from record_format import crypto
 from record_format.hashing import content_hash_of_media
 from record_format.payload import signed_payload_bytes
-
-# The signed `watermark_id` of content whose format carries no watermark (video: a fingerprint only).
-NO_WATERMARK = "none"
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,11 @@ class SignedContent:
     record: Record
     token: str
     codec: Codec
+    manifest: bool = False  # whether `data` carries a C2PA manifest for the record
 
 
 def content_sign(*, org: Organization, generator_id: str, model: str, data: bytes,
-                 declared_family: str | None) -> SignedContent:
+                 declared_family: str | None, c2pa: bool = False) -> SignedContent:
     """Watermark `data`, embed its token, sign its hash and store the record (one transaction).
 
     Checks run cheapest first, before any decoding: generator (404/403), mode (400), format among the
@@ -44,7 +45,12 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     A C2PA manifest store in a JPEG or PNG is validated against the upload, removed from the signed file
     (the watermark changes the pixels its hard binding covers, so readers would show it as tampered) and
     kept with the record, to become the `parentOf` ingredient of the manifest the embed route adds.
+
+    With `c2pa`, a format that carries a C2PA manifest comes back with one for the record (the upstream
+    manifest as its parent), still one signature of the quota; other formats carry their token only.
     """
+    if c2pa:
+        require_feature(org, "c2pa_embed")
     key = generator_for_signing(org=org, generator_id=generator_id)
     if not key.generator.is_server_managed:
         raise GeneratorClientManaged()
@@ -67,25 +73,17 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)
     signature = crypto.sign(generator_signing_seed(key), message)
+    signed_at, output, stamp = timezone.now(), signed.data, RecordStamp(signature)
+    if c2pa and codec.c2pa_carrier is not None:
+        subject = ManifestSubject(record_id, model, key.generator_id, watermark_id, signed_at)
+        output = manifest_embed(signed, subject=subject, key=key, parent=upstream, stamp=stamp)
     record = record_create(org=org, draft=RecordDraft(
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
         phash=fingerprints[0] if fingerprints else None,
         fingerprint_kind=codec.fingerprint_kind if fingerprints else None, format=codec.family,
-        record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream))
-    return SignedContent(data=signed.data, record=record, token=token, codec=codec)
-
-
-@contextmanager
-def codec_errors(codec: Codec) -> Iterator[None]:
-    """Codec errors as API errors: over a limit 413, malformed 400 validation_error, else format_not_supported."""
-    try:
-        yield
-    except MediaTooLarge as error:
-        raise PayloadTooLarge(f"The content is over the signing limits: {error}") from None
-    except CorruptMedia as error:
-        raise ValidationFailed(details={"content": [f"The {codec.format} file is malformed: {error}"]}) from None
-    except CodecError as error:
-        raise FormatNotSupported(f"This {codec.format} file cannot be signed: {error}") from None
+        record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream,
+        signature_timestamp=stamp.token, signed_at=signed_at))
+    return SignedContent(data=output, record=record, token=token, codec=codec, manifest=output is not signed.data)
 
 
 def _without_upstream_manifest(media: Media) -> tuple[Media, UpstreamManifest | None]:

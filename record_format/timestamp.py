@@ -14,17 +14,12 @@ from __future__ import annotations
 import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cryptography import x509
-from rfc3161_client import (
-    PKIStatus,
-    TimeStampRequest,
-    TimestampRequestBuilder,
-    TimeStampResponse,
-    VerificationError,
-    VerifierBuilder,
-    decode_timestamp_response,
-)
+
+if TYPE_CHECKING:  # rfc3161-client's native library loads when a token is first handled, not in every worker
+    from rfc3161_client import TimeStampRequest, TimeStampResponse
 
 # A token carries the TSA's certificate chain: a few kilobytes. Anything far larger is not a token.
 MAX_TOKEN_BYTES = 64 * 1024
@@ -38,6 +33,8 @@ class TimestampError(ValueError):
 
 def request_for(data: bytes) -> TimeStampRequest:
     """A request for the SHA-256 digest of `data`, with a fresh nonce, asking for the TSA's certificate."""
+    from rfc3161_client import TimestampRequestBuilder
+
     return TimestampRequestBuilder().data(data).nonce(nonce=True).cert_request(cert_request=True).build()
 
 
@@ -50,6 +47,8 @@ def token_from_response(response: bytes, request: TimeStampRequest) -> bytes:
     if len(response) > MAX_TOKEN_BYTES:
         raise TimestampError(f"the time-stamp response is {len(response)} bytes, over {MAX_TOKEN_BYTES}")
     decoded = _decode(response)
+    from rfc3161_client import PKIStatus
+
     if decoded.status not in (PKIStatus.GRANTED, PKIStatus.GRANTED_WITH_MODS):
         raise TimestampError(f"the time-stamp authority refused: status {decoded.status} "
                              f"{' '.join(decoded.status_string)}".rstrip())
@@ -74,6 +73,8 @@ def time_of(token: bytes, data: bytes, roots: Sequence[x509.Certificate]) -> dat
     if len(token) > MAX_TOKEN_BYTES:
         raise TimestampError(f"the time-stamp token is {len(token)} bytes, over {MAX_TOKEN_BYTES}")
     response = _decode(_granted_response(token))
+    from rfc3161_client import VerificationError, VerifierBuilder
+
     builder = VerifierBuilder()
     for root in roots:
         builder = builder.add_root_certificate(root)
@@ -118,6 +119,8 @@ def _authority(response: TimeStampResponse) -> str:
 
 def _decode(response: bytes) -> TimeStampResponse:
     try:
+        from rfc3161_client import decode_timestamp_response
+
         return decode_timestamp_response(response)
     except (ValueError, TypeError) as error:
         raise TimestampError(f"not a time-stamp response: {error}") from None

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from core.openapi import BASE64_PATTERN
 from core.validation import serializers
 from provenance.serializers import LogField
+from record_format.manifest_checks import CHECKS
 from verification.soft_binding import ALGORITHMS
 from verification.summary import summary
 
@@ -62,6 +63,25 @@ class TimeStampCheckOutput(serializers.Serializer):
     problem = serializers.CharField(allow_null=True)
 
 
+class ManifestCheckOutput(serializers.Serializer):
+    check = serializers.ChoiceField(choices=list(CHECKS))
+    status = serializers.ChoiceField(choices=["valid", "invalid", "absent", "unsupported", "trusted", "untrusted",
+                                              "unchecked", "none"])
+    message = serializers.CharField(help_text="What the check found, in plain words.")
+
+
+class ManifestReportOutput(serializers.Serializer):
+    manifest = serializers.CharField(help_text="The active manifest's label (urn:c2pa:...).")
+    signing = serializers.CharField(help_text="hybrid (ES256 + ML-DSA-65), ml-dsa-65, or another signer's algorithm.")
+    time = serializers.DateTimeField(allow_null=True, help_text="When a trusted time-stamp authority saw the "
+                                                                "signature; null without a trusted stamp.")
+    valid = serializers.BooleanField(help_text="Both signatures hold, and the file and statements are as signed.")
+    checks = ManifestCheckOutput(many=True)
+
+    def to_representation(self, report) -> dict:
+        return report.as_dict()
+
+
 class VerificationOutput(serializers.Serializer):
     authentic = serializers.BooleanField()
     tampered = serializers.BooleanField()
@@ -75,6 +95,8 @@ class VerificationOutput(serializers.Serializer):
     log = LogField(allow_null=True, help_text="The record's transparency-log `log` object; null without a record.")
     signature_timestamp = TimeStampCheckOutput(source="time_stamp", allow_null=True, help_text=(
         "The record signature's RFC 3161 time stamp, checked; null when there is no record or it has none."))
+    c2pa = ManifestReportOutput(allow_null=True, help_text=(
+        "The file's C2PA manifest (ours or another signer's), each check with its status; null without one."))
     summary = serializers.SerializerMethodField(
         help_text="One or two plain sentences for a non-expert: what was found and what it means.")
 

@@ -21,17 +21,18 @@ from django.db import transaction
 from audit.services import audit_write_many
 from core import tsa
 from core.errors import PayloadTooLarge
+from generators.certificates import trust_anchor_certificates
 from generators.selectors import key_by_kid
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
 from media_codecs.base import file_units
-from media_codecs.c2pa import ReadManifest, check_manifest, read_manifest
-from media_codecs.c2pa.manifest import COSE_ALG_ML_DSA_65
+from media_codecs.c2pa import ReadManifest, read_manifest
 from provenance.models import Record
 from provenance.selectors import record_id_from_token
 from provenance.services import record_keep_mark_in_file
 from provenance.tokens import InvalidToken
-from record_format import crypto, timestamp
+from record_format import crypto, manifest_checks, timestamp
 from record_format.hashing import content_hash_of_opened
+from record_format.manifest_checks import ManifestReport
 from record_format.payload import signed_payload_bytes
 from transparency.selectors import record_logs
 from verification import selectors
@@ -90,6 +91,7 @@ class Verification:
     content_hash: str | None = None  # the file's, hashed as signing hashes it
     passed_over: PassedOver | None = None
     time_stamp: TimeStampCheck | None = None  # the record signature's RFC 3161 stamp, when it has one
+    c2pa: ManifestReport | None = None  # the checks of the file's C2PA manifest, when it carries one
 
     @property
     def record_found(self) -> bool:
@@ -172,7 +174,8 @@ def _attach_logs(results: list[Verification]) -> None:
 def _verify(data: bytes, media: Media | None, token: str | None) -> Verification:
     result = Verification(content_hash=content_hash_of_opened(data, media))
     provided = bool(token)
-    manifest = None if token else _our_manifest(media)
+    found = _manifest(media)
+    manifest = None if token or not _is_ours(found) else found
     if manifest is not None:
         token, result.token_source = manifest.provenance["token"], "c2pa"
     else:
@@ -189,8 +192,10 @@ def _verify(data: bytes, media: Media | None, token: str | None) -> Verification
                 result.problems.append("record_not_found")
     if result.record is not None:
         _check_record(result)
-        if manifest is not None:
-            _check_manifest(result, manifest, data)
+    if found is not None:
+        result.c2pa = _manifest_report(data, found, result.record)
+        if manifest is not None and result.record is not None:
+            _check_manifest(result, manifest, result.c2pa)
     if not provided and (result.record is None or result.tampered):
         exact = selectors.record_for_content_hash(result.content_hash)
         if exact is not None and exact.pk != getattr(result.record, "pk", None):
@@ -263,36 +268,44 @@ def _token(media: Media | None, provided: str | None) -> tuple[str | None, str]:
     return (embedded, media.codec.token_source) if embedded else (None, "none")
 
 
-def _our_manifest(media: Media | None) -> ReadManifest | None:
-    """The C2PA manifest a JPEG or PNG carries, when it is ours (it holds a token); None otherwise."""
+def _manifest(media: Media | None) -> ReadManifest | None:
+    """The C2PA manifest the file carries (ours or anyone's), None when it has none or an unreadable one."""
     if media is None or media.codec.c2pa_carrier is None:
         return None
     try:
-        manifest = read_manifest(media.data)
+        return read_manifest(media.data)
     except CodecError:
         return None
+
+
+def _is_ours(manifest: ReadManifest | None) -> bool:
+    """Whether the manifest is one of ours: it holds a provenance token."""
     provenance = manifest.provenance if manifest is not None else None
-    return manifest if provenance and isinstance(provenance.get("token"), str) else None
+    return bool(provenance) and isinstance(provenance.get("token"), str)
 
 
-def _check_manifest(result: Verification, manifest: ReadManifest, data: bytes) -> None:
-    """Our manifest must be signed (COSE, ML-DSA-65) by a key of the record's generator, name that record,
-    and still hash to the file: a bad signature or assertion is `signature_invalid`, a data hash that no
-    longer matches is tampering."""
-    record = result.record
-    key = record.key if manifest.kid == record.key.kid else key_by_kid(generator_id=record.generator_id,
-                                                                      kid=manifest.kid or "")
-    signer_known = key is not None and manifest.alg == COSE_ALG_ML_DSA_65
+def _manifest_report(data: bytes, manifest: ReadManifest, record: Record | None) -> ManifestReport:
+    """Every check of the manifest; the post-quantum key is the record's generator's key of the signature's kid."""
 
-    def verify(message: bytes, signature: bytes) -> bool:
-        return signer_known and crypto.verify(bytes(key.public_key), message, signature)
+    def pq_verify(kid: str | None, message: bytes, signature: bytes) -> bool | None:
+        if record is None or not _is_ours(manifest):
+            return None
+        key = record.key if kid == record.key.kid else key_by_kid(generator_id=record.generator_id, kid=kid or "")
+        return key is not None and crypto.verify(bytes(key.public_key), message, signature)
 
-    checked = check_manifest(data, manifest, verify)
-    names_record = manifest.provenance.get("record_id") == str(record.pk)
-    if not (checked.signature_valid and all(checked.assertion_hashes.values()) and names_record):
+    return manifest_checks.check_manifest(data, manifest, anchors=trust_anchor_certificates(),
+                                          tsa_roots=tsa.tsa_roots(), pq_verify=pq_verify)
+
+
+def _check_manifest(result: Verification, manifest: ReadManifest, report: ManifestReport) -> None:
+    """Our manifest must be signed by the record's generator (both signatures of a hybrid one), name that
+    record, and still hash to the file: a bad signature or assertion is `signature_invalid`, a file that no
+    longer matches its binding is tampering."""
+    names_record = manifest.provenance.get("record_id") == str(result.record.pk)
+    if not (report.signatures_valid and report.status("assertions") == "valid" and names_record):
         result.signature_valid = False
         _note(result, "signature_invalid")
-    if not checked.data_hash_valid:
+    if report.status("hard_binding") != "valid":
         result.tampered = True
         _note(result, "content_tampered")
 

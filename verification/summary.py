@@ -45,6 +45,17 @@ SOURCES = {
     "fingerprint": "the text's word fingerprint", "none": "nothing",
 }
 _EMBEDDED = {"c2pa": "C2PA manifest", "xmp": "metadata", "metadata": "metadata"}
+# The C2PA manifest's checks (record_format.manifest_checks) as the page names them.
+MANIFEST_CHECKS = {
+    "claim_signature": "Manifest signature", "pq_signature": "Post-quantum signature",
+    "certificate_chain": "Signer's certificate", "time_stamp": "Trusted time", "hard_binding": "File unchanged",
+    "assertions": "Statements unchanged", "ingredients": "Earlier versions",
+}
+MANIFEST_SIGNING = {"hybrid": "a classical signature (ES256) that every Content Credentials reader checks, and a "
+                              "post-quantum one (ML-DSA-65)",
+                    "ml-dsa-65": "a post-quantum signature (ML-DSA-65) that only this service's verifier and "
+                                 "client check today"}
+_HELD, _FAILED = ("valid", "trusted"), ("invalid", "untrusted", "unsupported")
 
 
 def signing(record) -> str:
@@ -172,3 +183,27 @@ def signals(result) -> list[Signal]:
                  Signal("Content unchanged", "held", "yes: the file's bytes are exactly the signed ones."))
     return [mark, Signal("Record", "held", f"found, through {SOURCES.get(result.token_source, 'nothing')}."),
             signature, unchanged]
+
+
+def manifest_in_words(report) -> dict | None:
+    """The file's C2PA manifest checks for the page: {signing, valid, time, checks: [Signal as dict]}."""
+    if report is None:
+        return None
+    checks = [{"label": MANIFEST_CHECKS[check.name], "words": check.message,
+               "state": "held" if check.status in _HELD else "failed" if check.status in _FAILED else "absent"}
+              for check in report.checks]
+    signing = MANIFEST_SIGNING.get(report.signing, f"a signature the service does not make ({report.signing})")
+    return {"signing": signing, "valid": report.signatures_valid and report.intact,
+            "time": _day(report.time) if report.time else None, "checks": checks}
+
+
+def time_stamp_in_words(check) -> str | None:
+    """The record signature's time stamp in one sentence, or None without one."""
+    if check is None:
+        return None
+    if check.status == "valid":
+        return (f"A trusted time-stamp authority ({check.authority}) saw this signature on {_day(check.time)}, "
+                "so its date does not rest on the signer's clock.")
+    if check.status == "unchecked":
+        return "The signature carries a time stamp, but this service trusts no time-stamp authority to check it."
+    return f"The signature's time stamp does not check out: {check.problem}."

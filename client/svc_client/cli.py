@@ -361,7 +361,9 @@ def cmd_record(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_keys_pin(args: argparse.Namespace, out: Output) -> int:
-    document = _client(args).keys_get(args.generator_id)
+    client = _client(args)
+    document = client.keys_get(args.generator_id)
+    document["trust_anchors"] = client.trust_anchors()["trust_anchors"]  # what manifests and stamps chain to
     PinnedKeys.from_document(document)  # refuse to pin something offline verification cannot read
     target = args.output or f"keys-{args.generator_id}.json"
     _write(target, json.dumps(document, indent=2).encode())

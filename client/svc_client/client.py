@@ -109,6 +109,10 @@ class Client:
         """GET /v1/keys/:generator_id: every public key the generator used (what `svc keys pin` stores)."""
         return self._json("GET", f"/v1/keys/{generator_id}", idempotent=True)
 
+    def trust_anchors(self) -> dict[str, Any]:
+        """GET /v1/c2pa/trust-anchors: the certificates this deployment's manifests and time stamps chain to."""
+        return self._json("GET", "/v1/c2pa/trust-anchors", idempotent=True)
+
     def keys_pinned(self, generator_id: str) -> PinnedKeys:
         return PinnedKeys.from_document(self.keys_get(generator_id))
 

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
 from record_format import crypto
 from svc_client.errors import ClientError
 
@@ -71,6 +74,9 @@ class PinnedKeys:
 
     generator_id: str
     keys: dict[str, bytes]
+    # DER certificates pinned with the keys (GET /v1/c2pa/trust-anchors): the roots a manifest's signers and
+    # a time stamp's authority must chain to. Empty for documents pinned before they were.
+    trust_anchors: tuple[bytes, ...] = ()
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> PinnedKeys:
@@ -78,7 +84,10 @@ class PinnedKeys:
         try:
             keys = {str(item["kid"]): base64.b64decode(item["key"], validate=True)
                     for item in document["public_keys"] if item.get("algorithm") == crypto.ALGORITHM}
-            return cls(generator_id=str(document["generator_id"]), keys=keys)
+            anchors = tuple(certificate.public_bytes(serialization.Encoding.DER)
+                            for item in document.get("trust_anchors") or []
+                            for certificate in x509.load_pem_x509_certificates(str(item["certificate"]).encode()))
+            return cls(generator_id=str(document["generator_id"]), keys=keys, trust_anchors=anchors)
         except (KeyError, TypeError, ValueError) as error:
             raise KeyFileError(f"not a pinned-keys document ({error})") from None
 

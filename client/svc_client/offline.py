@@ -5,7 +5,11 @@ Checks, in order, each with a message that says what failed:
 2. the record's kid is among the pinned keys;
 3. the ML-DSA-65 signature over the payload's canonical JSON verifies with that key;
 4. the file's content hash (computed as the service does) is the record's;
-5. with pinned log keys: the record's inclusion proof leads to its checkpoint, which every pinned log key
+5. with a time stamp on the record: an authority chaining to a pinned trust anchor stamped that signature;
+6. with a C2PA manifest of ours in the file: both its signatures (the ML-DSA-65 one with the pinned key),
+   its certificate chains to the pinned anchors, its time stamp, and its binding to the file
+   (record_format.manifest_checks);
+7. with pinned log keys: the record's inclusion proof leads to its checkpoint, which every pinned log key
    signed; with a pinned checkpoint too, that is the same tree (offline) or one linked to it by a
    consistency proof (`svc log verify`, which may ask the log for it).
 """
@@ -19,8 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptography import x509
+
 from media_codecs import CodecError
-from record_format import crypto
+from media_codecs.c2pa import ReadManifest, read_manifest
+from record_format import crypto, manifest_checks, timestamp
 from record_format.canonical_json import canonicalize
 from record_format.payload import SIGNED_FIELDS, signed_payload_bytes
 from svc_client.checkpoint import Checkpoint, CheckpointError, LogKey, checkpoint_verify
@@ -62,7 +69,13 @@ def verify_offline(data: bytes, record: dict[str, Any], keys: PinnedKeys, *, log
                    pinned_checkpoint: str | None = None) -> OfflineResult:
     """Run the checks above; stops at the first failure, whose message is the result's reason."""
     result = OfflineResult()
-    steps = [_check_record_shape, _check_signature, lambda r, k: _check_content(data, r)]
+    steps = [_check_record_shape, _check_signature]
+    if record.get("signature_timestamp"):
+        steps.append(_check_time_stamp)
+    steps.append(lambda r, k: _check_content(data, r))
+    manifest = _our_manifest(data)
+    if manifest is not None:
+        steps.append(lambda r, k: _check_manifest(data, manifest, r, k))
     if log_keys is not None:
         steps.append(lambda r, k: check_log(r, log_keys, pinned_checkpoint))
     for step in steps:
@@ -101,6 +114,48 @@ def _check_signature(record: dict[str, Any], keys: PinnedKeys) -> Check:
         return Check("signature", False, f"the ML-DSA-65 signature does not verify with the pinned key {kid!r}: "
                                          "the record was altered, or the pinned key is not the one it was signed with")
     return Check("signature", True, f"ML-DSA-65 signature valid with pinned key {kid!r}")
+
+
+def _check_time_stamp(record: dict[str, Any], keys: PinnedKeys) -> Check:
+    stamp = record["signature_timestamp"]
+    if not keys.trust_anchors:
+        return Check("time_stamp", False, "the record carries a time stamp, but the pinned keys hold no trust "
+                                          "anchors to check it with: pin the keys again (svc keys pin)")
+    try:
+        token = base64.b64decode(str(stamp.get("token")), validate=True)
+        signature = base64.b64decode(str(record.get("signature")), validate=True)
+        roots = [x509.load_der_x509_certificate(anchor) for anchor in keys.trust_anchors]
+        moment = timestamp.time_of(token, signature, roots)
+    except (AttributeError, binascii.Error, ValueError) as error:  # TimestampError is a ValueError
+        return Check("time_stamp", False, f"the record's time stamp does not prove its signature's time: {error}")
+    return Check("time_stamp", True, f"a trusted time-stamp authority saw the signature on "
+                                     f"{moment:%Y-%m-%d %H:%M:%S} UTC")
+
+
+def _our_manifest(data: bytes) -> ReadManifest | None:
+    try:
+        manifest = read_manifest(data)
+    except CodecError:
+        return None
+    provenance = manifest.provenance if manifest is not None else None
+    return manifest if provenance and isinstance(provenance.get("token"), str) else None
+
+
+def _check_manifest(data: bytes, manifest: ReadManifest, record: dict[str, Any], keys: PinnedKeys) -> Check:
+    def pq_verify(kid: str | None, message: bytes, signature: bytes) -> bool:
+        key = keys.keys.get(kid or "")
+        return key is not None and crypto.verify(key, message, signature)
+
+    report = manifest_checks.check_manifest(data, manifest, anchors=keys.trust_anchors,
+                                            tsa_roots=keys.trust_anchors, pq_verify=pq_verify)
+    failed = [c for c in report.checks if c.status in ("invalid", "untrusted", "unsupported")
+              or (c.name == "pq_signature" and c.status != "valid")]
+    if manifest.provenance.get("record_id") != str(record.get("record_id")):
+        return Check("c2pa", False, "the file's C2PA manifest names another record")
+    if failed:
+        return Check("c2pa", False, f"C2PA manifest ({report.signing}): {failed[0].message}")
+    return Check("c2pa", True, f"C2PA manifest ({report.signing}): both signatures, the certificate chains, the "
+                               f"time stamp and the binding to the file hold")
 
 
 def _check_content(data: bytes, record: dict[str, Any]) -> Check:

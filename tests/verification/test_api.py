@@ -57,7 +57,7 @@ def test_signed_content_verifies_with_high_confidence(api_client, key_client, or
                       "provenance": {"org": org.name, "model": "diffusion-xl",
                                      "signed_at": result["provenance"]["signed_at"]},
                       "record_id": signed["X-Service-Record-Id"], "log": {"status": "pending"},
-                      "signature_timestamp": None,
+                      "signature_timestamp": None, "c2pa": None,
                       "summary": f"This file is exactly the content that {org.name} signed with the model "
                                  f"diffusion-xl on {_day(result)}: its signature checks out and the content has "
                                  "not changed since. It also carries that signing's invisible watermark."}
@@ -139,7 +139,7 @@ def test_unsigned_content_has_no_provenance(api_client):
     assert result == {"authentic": False, "tampered": False, "confidence": "none", "token_source": "none",
                       "signals": {"watermark_found": False, "record_found": False, "signature_valid": False},
                       "provenance": None, "reason": "no_provenance_found", "record_id": None,
-                      "log": None, "signature_timestamp": None,
+                      "log": None, "signature_timestamp": None, "c2pa": None,
                       "summary": "No provenance was found: no token, watermark or signed record "
                                  "matches this file. This makes no claim either way: absence of "
                                  "provenance is not evidence that a person made it."}

@@ -6,6 +6,8 @@ A codec names its format's carrier (`Codec.c2pa_carrier`, None for a format that
 
 from __future__ import annotations
 
+import importlib
+
 from media_codecs.c2pa.carriers.base import (
     DATA_HASH_LABEL,
     MAX_STORE_BYTES,
@@ -15,8 +17,6 @@ from media_codecs.c2pa.carriers.base import (
     data_hash_content,
     data_hash_matches,
 )
-from media_codecs.c2pa.carriers.jpeg import JPEG_CARRIER, SLICE_BYTES, JpegCarrier
-from media_codecs.c2pa.carriers.png import CHUNK_TYPE, PNG_CARRIER, PngCarrier
 from media_codecs.errors import UnsupportedFormat
 from media_codecs.registry import detect
 
@@ -37,6 +37,18 @@ __all__ = [
     "data_hash_matches",
     "splice",
 ]
+
+
+# Each format's carrier is imported with its module, when first asked for: reading a JPEG's manifest never
+# loads the PNG codec (offline verification imports only what the file's format needs).
+_LAZY = {"JPEG_CARRIER": "jpeg", "SLICE_BYTES": "jpeg", "JpegCarrier": "jpeg", "CHUNK_TYPE": "png",
+         "PNG_CARRIER": "png", "PngCarrier": "png"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
 
 
 def carrier_for(data: bytes) -> Carrier:
