@@ -48,11 +48,13 @@ def enable_two_factor(user: User) -> tuple[pyotp.TOTP, list[str]]:
     return totp, codes
 
 
-def make_generator(*, org: Organization, name: str = "gen", formats: list[str] | None = None):
+def make_generator(*, org: Organization, name: str = "gen", formats: list[str] | None = None,
+                   c2pa_signing: str = "ml-dsa-65"):
     """A server-managed generator with a real, sealed ML-DSA-65 keypair."""
     from generators.services import generator_register
 
-    return generator_register(org=org, name=name, public_key=None, supported_formats=formats)
+    return generator_register(org=org, name=name, public_key=None, supported_formats=formats,
+                              c2pa_signing=c2pa_signing)
 
 
 def make_client_generator(*, org: Organization, name: str = "client-gen"):

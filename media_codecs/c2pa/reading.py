@@ -36,6 +36,7 @@ from media_codecs.c2pa.manifest import (
 )
 from media_codecs.errors import CorruptMedia
 
+_THAW_DEPTH = 6
 INGREDIENT_LABELS = ("c2pa.ingredient", "c2pa.ingredient.v2", "c2pa.ingredient.v3")
 _CBOR_ERRORS = (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, RecursionError, LookupError)
 
@@ -178,13 +179,27 @@ def parse_manifest(manifest: jumbf.SuperBox, store_start: int, store_length: int
     claim = _decode(claim_bytes, "claim")
     if not isinstance(protected, dict) or not isinstance(claim, dict):
         raise CorruptMedia("the C2PA claim or its signature header is not a map")
-    unprotected = sign1.value[1] if isinstance(sign1.value[1], dict) else {}
+    unprotected = _thawed(sign1.value[1])
+    if not isinstance(unprotected, dict):
+        unprotected = {}
     assertion_store = manifest.child("c2pa.assertions")
     boxes = {box.label: box for box in (assertion_store.superboxes() if assertion_store else [])}
     assertions = {label: _assertion_value(box) for label, box in boxes.items()}
     return ReadManifest(manifest.label, claim, claim_bytes, assertions, {k: b.raw for k, b in boxes.items()},
                         protected, sign1.value[0], sign1.value[3], store_start, store_length, count, unprotected,
                         carrier)
+
+
+def _thawed(value: object, depth: int = 0) -> object:
+    """cbor2 decodes what a tag holds as frozendict and tuple: back to dict and list, a few levels deep (the
+    unprotected header holds the countersignature and the time-stamp container; deeper is left as is)."""
+    if depth > _THAW_DEPTH:
+        return value
+    if isinstance(value, dict | cbor2.frozendict):
+        return {key: _thawed(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_thawed(item, depth + 1) for item in value]
+    return value
 
 
 def _cbor_content(box: jumbf.SuperBox | None, what: str) -> bytes:
