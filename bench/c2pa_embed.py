@@ -30,7 +30,7 @@ from media_codecs import get_codec
 from media_codecs.c2pa import ManifestFacts, embed, read_manifest
 from record_format import manifest_checks
 from tests.audio import ffmpeg_mp3, flac_bytes, tone, wav_bytes
-from tests.c2pa_signers import der, hybrid_signer, ml_dsa_signer, test_ca, tsa_stamper
+from tests.c2pa_signers import der, hybrid_signer, ml_dsa_signer, signing_ca, tsa_stamper
 from tests.media import encode
 from tests.pdf_samples import PAGE_TEXTS, text_pdf
 from tests.tsa_server import LocalTsa
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--formats", default="jpeg,png,webp,wav,flac,mp3,pdf")
     args = parser.parse_args()
-    anchors = [der(test_ca()["root"])]
+    anchors = [der(signing_ca()["root"])]
     with LocalTsa() as tsa:
         stamp = tsa_stamper(tsa.url)
         tsa_roots = [der(tsa.root)]

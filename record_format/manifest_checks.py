@@ -59,14 +59,19 @@ class ManifestReport:
     signing: str  # "hybrid", "ml-dsa-65", or the COSE algorithm's name for anyone else's manifest
     checks: tuple[Check, ...]
     time: datetime.datetime | None  # the trusted time of the claim signature, from its time stamp
+    pq_expected: bool = True  # ours (it carries our provenance assertion): its ML-DSA-65 signature must hold
+
 
     def status(self, name: str) -> str:
         return next(check.status for check in self.checks if check.name == name)
 
     @property
     def signatures_valid(self) -> bool:
-        """Both signatures hold: the claim signature and the ML-DSA-65 one (the same for a PQ-only manifest)."""
-        return self.status("claim_signature") == "valid" and self.status("pq_signature") == "valid"
+        """The claim signature holds, and so does the ML-DSA-65 one (the same for a PQ-only manifest); another
+        signer's manifest without a post-quantum signature needs only its claim signature."""
+        pq = self.status("pq_signature")
+        pq_holds = pq == "valid" or (pq == "absent" and not self.pq_expected)
+        return self.status("claim_signature") == "valid" and pq_holds
 
     @property
     def intact(self) -> bool:
@@ -101,7 +106,7 @@ def check_manifest(data: bytes, manifest: ReadManifest, *, anchors: Sequence[byt
         _assertions(manifest),
         _ingredients(manifest),
     ]
-    return ManifestReport(manifest.label, signing, tuple(checks), stamped_at)
+    return ManifestReport(manifest.label, signing, tuple(checks), stamped_at, manifest.provenance is not None)
 
 
 def _leaf(chain: list[bytes]) -> x509.Certificate:

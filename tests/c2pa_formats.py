@@ -23,7 +23,7 @@ from media_codecs.c2pa import (
 )
 from media_codecs.c2pa.manifest import STORE_UUID
 from record_format.hashing import content_hash_of_media
-from tests.c2pa_signers import codes, der, hybrid_signer, ml_dsa_signer, test_ca, trusted_report, tsa_stamper
+from tests.c2pa_signers import codes, der, hybrid_signer, ml_dsa_signer, signing_ca, trusted_report, tsa_stamper
 from tests.c2pa_upstream import c2pa_report, c2pa_sign, hostile_stores
 
 TOKEN = "svc_0123456789abcdef.signature-part_1"
@@ -50,14 +50,14 @@ class Sample:
 
 def facts(**changes: object) -> ManifestFacts:
     values = {"record_id": "rec_0123", "model": "audio-model-2", "generator_id": "gen_42", "kid": "test-kid",
-              "token": TOKEN, "certificate_chain": (der(test_ca()["ml_dsa"]),), "watermark_id": None,
+              "token": TOKEN, "certificate_chain": (der(signing_ca()["ml_dsa"]),), "watermark_id": None,
               "created_at": "2026-01-01T00:00:00Z"}
     return ManifestFacts(**{**values, **changes})
 
 
 def verify_ml_dsa(message: bytes, signature: bytes) -> bool:
     try:
-        test_ca()["ml_dsa_key"].public_key().verify(signature, message)
+        signing_ca()["ml_dsa_key"].public_key().verify(signature, message)
     except Exception:
         return False
     return True

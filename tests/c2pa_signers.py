@@ -59,7 +59,7 @@ def _certificate(subject: str, public_key: object, issuer: x509.Certificate | No
 
 
 @functools.cache
-def test_ca() -> dict:
+def signing_ca() -> dict:
     """{'root', 'intermediate', 'es256', 'es256_key', 'ml_dsa', 'ml_dsa_key'}: certificates and keys."""
     root_key, intermediate_key = ec.generate_private_key(ec.SECP384R1()), ec.generate_private_key(ec.SECP256R1())
     root = _certificate("Test Root CA", root_key.public_key(), None, root_key, ca=True)
@@ -88,13 +88,13 @@ def es256_sign(key: ec.EllipticCurvePrivateKey):
 
 
 def ml_dsa_key() -> CoseKey:
-    ca = test_ca()
+    ca = signing_ca()
     return CoseKey(COSE_ALG_ML_DSA_65, (der(ca["ml_dsa"]), der(ca["intermediate"])), ca["ml_dsa_key"].sign,
                    kid="test-kid", public_key=ca["ml_dsa_key"].public_key().public_bytes_raw())
 
 
 def hybrid_signer(time_stamp: TimeStamper | None = None) -> ManifestSigner:
-    ca = test_ca()
+    ca = signing_ca()
     claim = CoseKey(COSE_ALG_ES256, (der(ca["es256"]), der(ca["intermediate"])), es256_sign(ca["es256_key"]))
     return ManifestSigner(claim, ml_dsa_key(), time_stamp=time_stamp)
 
@@ -107,7 +107,7 @@ def trusted_report(data: bytes, mime: str, anchors: Sequence[x509.Certificate] =
     """c2pa-python's report on a file, trusting the test root and `anchors` (a TSA's root, say)."""
     import c2pa
 
-    bundle = pem(test_ca()["root"], *anchors)
+    bundle = pem(signing_ca()["root"], *anchors)
     settings = {**READ_SETTINGS, "trust": {"trust_anchors": bundle}}
     context = c2pa.Context.from_dict(settings)
     return json.loads(c2pa.Reader(mime, io.BytesIO(data), context=context).json())

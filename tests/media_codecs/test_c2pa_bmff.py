@@ -60,7 +60,7 @@ def _embedded(fmt: str, variant: str = "plain") -> bytes:
 
 def _verify_ml_dsa(message: bytes, signature: bytes) -> bool:
     try:
-        c2pa_signers.test_ca()["ml_dsa_key"].public_key().verify(signature, message)
+        c2pa_signers.signing_ca()["ml_dsa_key"].public_key().verify(signature, message)
     except Exception:
         return False
     return True

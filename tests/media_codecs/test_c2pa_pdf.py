@@ -46,7 +46,7 @@ from tests.pdf_samples import (
 c2pa = pytest.importorskip("c2pa")
 
 from tests.c2pa_signers import codes, hybrid_signer, ml_dsa_signer, trusted_report, tsa_stamper  # noqa: E402
-from tests.c2pa_signers import test_ca as _test_ca  # noqa: E402 (not a test)
+from tests.c2pa_signers import signing_ca as _test_ca  # noqa: E402 (not a test)
 from tests.c2pa_upstream import c2pa_report, c2pa_sign, hostile_stores  # noqa: E402
 from tests.tsa_server import LocalTsa  # noqa: E402
 
