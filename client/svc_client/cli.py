@@ -143,7 +143,7 @@ def cmd_register(args: argparse.Namespace, out: Output) -> int:
     formats = args.formats.split(",") if args.formats else None
     generator = _client(args, needs_key=True).generator_register(
         name=args.name, public_key=key.public_key_b64 if key else None, kid=key.kid if key else None,
-        supported_formats=formats)
+        supported_formats=formats, c2pa_signing=args.c2pa_signing)
     out.result(generator, f"generator {generator['generator_id']} ({generator.get('mode', 'client')}-managed)")
     return EXIT_OK
 
@@ -158,7 +158,7 @@ def cmd_sign(args: argparse.Namespace, out: Output) -> int:
     results = []
     for path, target in zip(args.files, targets, strict=True):
         signed = client.sign(_read(path), generator_id=args.generator, model=args.model, family=args.format,
-                             filename=Path(path).name, progress=out.progress(f"uploading {path}"))
+                             filename=Path(path).name, progress=out.progress(f"uploading {path}"), c2pa=args.c2pa)
         _write_new(target, signed.data, force=args.force)
         results.append({"file": path, "signed_file": str(target), "record_id": signed.record_id,
                         "token": signed.token, "format": signed.format})
@@ -437,6 +437,9 @@ def _parser() -> argparse.ArgumentParser:
     register.add_argument("--key", help="client-managed: the key file whose public key to register")
     register.add_argument("--server-managed", action="store_true", help="the service creates and holds the key")
     register.add_argument("--formats", help="comma-separated: image,audio,text,video (default: all)")
+    register.add_argument("--c2pa-signing", choices=("ml-dsa-65", "hybrid"),
+                          help="server-managed: how C2PA manifests are signed (hybrid: ES256, which Content "
+                               "Credentials readers check, countersigned with ML-DSA-65; default ml-dsa-65)")
 
     sign = command("sign", cmd_sign, "sign files: locally with --key (client-managed) or by upload; each "
                    "signed file is written as NAME.signed.EXT beside it, carrying its token")
@@ -451,6 +454,8 @@ def _parser() -> argparse.ArgumentParser:
                            "its token (default: on; --no-phash sends none)")
     sign.add_argument("--batch", action="store_true", help="client-managed: submit in batches of 50 (Growth plan)")
     sign.add_argument("--format", choices=("image", "audio", "text", "video"), help="server-managed: the family")
+    sign.add_argument("--c2pa", action="store_true", help="server-managed: the signed file also carries a C2PA "
+                                                          "manifest (JPEG, PNG, WebP, WAV, MP3, FLAC, MP4, MOV, PDF)")
     sign.add_argument("-o", "--output", help="where to write the signed file (one FILE)")
     sign.add_argument("--out-dir", help="folder for the signed files (default: beside each)")
     sign.add_argument("--force", action="store_true", help="overwrite signed files that exist (default: refuse, "

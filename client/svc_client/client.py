@@ -86,14 +86,18 @@ class Client:
     # --- generators and keys ---------------------------------------------------------------------------
 
     def generator_register(self, *, name: str, public_key: str | None = None, kid: str | None = None,
-                           supported_formats: Sequence[str] | None = None) -> dict[str, Any]:
-        """POST /v1/generators: client-managed with `public_key` (base64), server-managed without."""
+                           supported_formats: Sequence[str] | None = None,
+                           c2pa_signing: str | None = None) -> dict[str, Any]:
+        """POST /v1/generators: client-managed with `public_key` (base64), server-managed without;
+        `c2pa_signing` "hybrid" has its C2PA manifests signed ES256 + ML-DSA-65 (default "ml-dsa-65")."""
         body: dict[str, Any] = {"name": name}
         if public_key is not None:
             entry = {"algorithm": "ml-dsa-65", "key": public_key}
             body["public_keys"] = [{**entry, "kid": kid} if kid else entry]
         if supported_formats is not None:
             body["supported_formats"] = list(supported_formats)
+        if c2pa_signing is not None:
+            body["c2pa_signing"] = c2pa_signing
         return self._json("POST", "/v1/generators", idempotent=False, json=body, authenticated=True)
 
     def generator_rotate(self, generator_id: str, *, public_key: str | None = None,
@@ -146,9 +150,11 @@ class Client:
         return created
 
     def sign(self, data: bytes, *, generator_id: str, model: str, family: str | None = None,
-             filename: str = "content", progress: Progress | None = None) -> SignedFile:
-        """POST /v1/sign (server-managed generator): the file back, watermarked and carrying its token."""
-        fields = {"generator_id": generator_id, "model": model, **({"format": family} if family else {})}
+             filename: str = "content", progress: Progress | None = None, c2pa: bool = False) -> SignedFile:
+        """POST /v1/sign (server-managed generator): the file back, watermarked and carrying its token (and,
+        with `c2pa`, a C2PA manifest where its format carries one)."""
+        fields = {"generator_id": generator_id, "model": model, **({"format": family} if family else {}),
+                  **({"c2pa": "true"} if c2pa else {})}
         body, content_type = multipart.encode(fields, {"content": (filename, data)})
         response = self.transport.request("POST", "/v1/sign", idempotent=False, body=body,
                                           content_type=content_type, progress=progress, authenticated=True,

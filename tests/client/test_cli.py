@@ -114,3 +114,53 @@ def test_a_failure_mid_way_reports_what_was_already_stored(svc, client_generator
                            *batch)
         assert code == 3 and "internal_error" in err
         assert err.startswith("stored before the failure: a.png record ")
+
+
+def test_a_hybrid_manifest_and_the_records_time_stamp_verify_offline(svc, samples, tmp_path, monkeypatch, settings):
+    """`svc sign --c2pa` by a hybrid generator, keys pinned with the trust anchors, then `svc verify --offline`
+    checks the record's time stamp and both manifest signatures with no service; a stripped PQ
+    countersignature fails it."""
+    import cbor2
+    from cryptography.hazmat.primitives import serialization
+
+    from media_codecs import jumbf
+    from media_codecs.c2pa import read_manifest
+    from media_codecs.c2pa.manifest import COSE_COUNTERSIGNATURE
+    from tests.tsa_server import OPENSSL, LocalTsa
+
+    if OPENSSL is None:
+        pytest.skip("needs the openssl command")
+    monkeypatch.chdir(tmp_path)
+    with LocalTsa() as tsa:
+        (tmp_path / "tsa.pem").write_bytes(tsa.root.public_bytes(serialization.Encoding.PEM))
+        settings.TSA_URL, settings.TSA_ROOTS_FILE = tsa.url, str(tmp_path / "tsa.pem")
+        (tmp_path / "photo.jpg").write_bytes(samples["jpeg"])
+        code, out, _ = svc("--json", "register", "hosted", "--server-managed", "--c2pa-signing", "hybrid")
+        generator_id = json.loads(out)["generator_id"]
+        code, out, err = svc("--json", "sign", "photo.jpg", "--generator", generator_id, "--model", "m", "--c2pa")
+        assert code == 0, err
+        record_id = json.loads(out)["results"][0]["record_id"]
+        assert svc("keys", "pin", generator_id, "-o", "pinned.json")[0] == 0
+        assert svc("record", record_id, "-o", "record.json")[0] == 0
+    assert json.loads((tmp_path / "pinned.json").read_text())["trust_anchors"]
+    code, out, err = svc("--url", "http://127.0.0.1:9", "--json", "verify", "photo.signed.jpg", "--offline",
+                         "--keys", "pinned.json", "--record", "record.json", key=False)
+    result = json.loads(out)
+    assert code == 0, result
+    assert {check["name"]: check["ok"] for check in result["checks"]} == {
+        "record": True, "signature": True, "time_stamp": True, "content": True, "c2pa": True}
+
+    signed = (tmp_path / "photo.signed.jpg").read_bytes()
+    manifest = read_manifest(signed)
+    old = jumbf.read(manifest.store_boxes[manifest.label]).child("c2pa.signature").content(b"cbor")
+    header = {key: value for key, value in manifest.unprotected.items() if key != COSE_COUNTERSIGNATURE}
+    def encoded(pad: int) -> bytes:
+        return cbor2.dumps(cbor2.CBORTag(18, [manifest.protected_bytes, {**header, "pad": bytes(pad)}, None,
+                                              manifest.signature]))
+    pad = len(header["pad"])
+    stripped = encoded(pad + len(old) - len(encoded(pad)))
+    (tmp_path / "stripped.jpg").write_bytes(signed.replace(old, stripped))
+    code, out, _ = svc("--json", "verify", "stripped.jpg", "--offline", "--keys", "pinned.json", "--record",
+                       "record.json", key=False)
+    result = json.loads(out)
+    assert code == 1 and "post-quantum" in result["reason"], result
