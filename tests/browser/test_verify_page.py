@@ -147,3 +147,24 @@ def test_a_file_another_organization_signed_from_a_copy_names_that_organization(
                                                    "e.className])")
     assert ["Watermark", "signal absent"] in classes  # another organization's mark is not this record's
     look(page, "verify-dropped-two-organizations")
+
+
+def test_a_file_with_a_hybrid_manifest_lists_its_content_credentials_checks(page):
+    org = factories.make_org(name="Acme Labs", plan="growth")
+    factories.make_user(org=org, role="owner")
+    generator = factories.make_generator(org=org, formats=["image"], c2pa_signing="hybrid")
+    signed = content_sign(org=org, generator_id=str(generator.pk), model="diffusion-v3",
+                          data=photo_bytes("astronaut", "jpeg"), declared_family=None, c2pa=True)
+    assert signed.manifest
+    _drop(page, signed.data, "credentials.jpg", "image/jpeg")
+    section = page.inner_text(".credentials")
+    assert "Content Credentials (C2PA)" in section
+    assert "signed with a classical signature (ES256)" in section and "post-quantum one (ML-DSA-65)" in section
+    labels = page.eval_on_selector_all(".credentials .signal strong", "els => els.map(e => e.textContent)")
+    assert labels == ["Manifest signature", "Post-quantum signature", "Signer's certificate", "Trusted time",
+                      "File unchanged", "Statements unchanged", "Earlier versions"]
+    held = page.eval_on_selector_all(".credentials .signal.held strong", "els => els.map(e => e.textContent)")
+    assert {"Manifest signature", "Post-quantum signature", "Signer's certificate", "File unchanged"} <= set(held)
+    page.reload()  # the result travels in its address: a reload shows the same checks
+    assert page.inner_text(".credentials") == section
+    look(page, "verify-content-credentials")
