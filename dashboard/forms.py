@@ -107,6 +107,11 @@ class GeneratorRegisterForm(forms.Form):
         required=False, max_length=4000, widget=forms.Textarea(attrs={"rows": 4}))
     kid = forms.RegexField(label="Key id (optional; derived from the key when empty)", regex=KID_PATTERN,
                            required=False)
+    c2pa_signing = forms.ChoiceField(
+        label="C2PA manifests signed with", initial="ml-dsa-65", widget=forms.RadioSelect, required=False,
+        choices=[("ml-dsa-65", "ML-DSA-65 alone (post-quantum; today's Content Credentials readers cannot check it)"),
+                 ("hybrid", "Hybrid: ES256, which every Content Credentials reader checks, countersigned with "
+                            "ML-DSA-65 (service-held keys only)")])
 
 
 class GeneratorRotateForm(forms.Form):

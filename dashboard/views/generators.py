@@ -30,7 +30,8 @@ def generators_page(request):
         data = form.cleaned_data
         try:
             generator = services.generator_register(org=request.org, name=data["name"], public_key=_supplied_key(data),
-                                                    supported_formats=data["supported_formats"])
+                                                    supported_formats=data["supported_formats"],
+                                                    c2pa_signing=data["c2pa_signing"] or "ml-dsa-65")
         except ValidationFailed as error:
             _add_errors(form, error)
         else:

@@ -149,6 +149,20 @@ def test_a_bad_public_key_is_shown_on_the_form_and_nothing_is_registered(owner_p
     assert not Generator.objects.for_org(org).exists()
 
 
+def test_a_hybrid_generator_is_registered_and_shown_and_refused_for_a_pasted_key(owner_page, org):
+    response = owner_page.post("/dashboard/generators", {"name": "hybrid", "supported_formats": ["image"],
+                                                         "c2pa_signing": "hybrid"})
+    generator = Generator.objects.for_org(org).get(name="hybrid")
+    assert generator.c2pa_signing == "hybrid"
+    assert "ES256 under the deployment" in owner_page.get(response["Location"]).content.decode()
+    _, public = crypto.generate_keypair()
+    refused = owner_page.post("/dashboard/generators", {"name": "local", "supported_formats": ["image"],
+                                                        "c2pa_signing": "hybrid",
+                                                        "public_key": base64.b64encode(public).decode()})
+    assert refused.status_code == 400 and "server-managed" in refused.content.decode()
+    assert not Generator.objects.for_org(org).filter(name="local").exists()
+
+
 def test_rotating_a_server_managed_generator_retires_the_old_kid(owner_page, org):
     generator = factories.make_generator(org=org)
     old = generator.keys.get().kid
