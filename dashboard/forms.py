@@ -144,6 +144,8 @@ class SignForm(forms.Form):
     format = forms.ChoiceField(label="Format (detected from the file when left on auto)", required=False,
                                choices=[("", "auto"), *FAMILY_CHOICES])
     content = forms.FileField(label="File to sign (at most 50 MB)")
+    c2pa = forms.BooleanField(label="Also embed a C2PA manifest (Content Credentials; Growth plan and above; JPEG, "
+                                    "PNG, WebP, WAV, MP3, FLAC, MP4, MOV, PDF)", required=False)
 
     def __init__(self, *args, generators, **kwargs):
         super().__init__(*args, **kwargs)

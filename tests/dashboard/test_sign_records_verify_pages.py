@@ -62,6 +62,23 @@ def test_the_free_plan_stops_at_its_allowance_with_402_and_a_billing_link(owner_
     assert response.status_code == 402 and "/dashboard/billing" in response.content.decode()
 
 
+def test_signing_with_a_c2pa_manifest_needs_growth_and_returns_a_file_carrying_one(owner_page, org):
+    from media_codecs.c2pa import read_manifest
+
+    generator = factories.make_generator(org=org, formats=["image"], c2pa_signing="hybrid")
+    refused = _sign(owner_page, generator, photo_bytes("astronaut", "png"), c2pa="on")
+    assert refused.status_code == 402 and not Record.objects.exists()
+    org.plan = "growth"
+    org.save(update_fields=["plan"])
+    response = _sign(owner_page, generator, photo_bytes("astronaut", "png"), c2pa="on")
+    assert response.status_code == 302
+    html = owner_page.get(response["Location"]).content.decode()
+    download = owner_page.get(re.search(r'href="(/dashboard/sign/[^"]+/download)"', html).group(1))
+    manifest = read_manifest(b"".join(download.streaming_content))
+    assert manifest.provenance["record_id"] == str(Record.objects.for_org(org).get().pk)
+    assert manifest.countersignature is not None  # hybrid: ES256 countersigned with ML-DSA-65
+
+
 def test_the_sign_upload_is_limited_to_50_mb(owner_page, org):
     generator = factories.make_generator(org=org, formats=["image"])
     response = _sign(owner_page, generator, b"x" * (51 * 1024 * 1024))
