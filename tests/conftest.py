@@ -132,3 +132,23 @@ def page_client():
         return client
 
     return make
+
+
+@pytest.fixture(scope="module")
+def tsa():
+    """A real local RFC 3161 time-stamp authority (tests/tsa_server.py), one per test module."""
+    from tests.tsa_server import LocalTsa
+
+    with LocalTsa() as authority:
+        yield authority
+
+
+@pytest.fixture
+def stamping(settings, tsa, tmp_path):
+    """The service configured to stamp with `tsa` (TSA_URL) and to trust its root (TSA_ROOTS_FILE)."""
+    from cryptography.hazmat.primitives import serialization
+
+    roots = tmp_path / "tsa-roots.pem"
+    roots.write_bytes(tsa.root.public_bytes(serialization.Encoding.PEM))
+    settings.TSA_URL, settings.TSA_ROOTS_FILE = tsa.url, str(roots)
+    return tsa

@@ -15,7 +15,6 @@ from conftest import TOKEN
 
 from media_codecs import CodecError, CorruptMedia, MediaTooLarge, get_codec, open_media
 from media_codecs.c2pa import (
-    ManifestFacts,
     carriers,
     embed,
     read_manifest,
@@ -45,8 +44,8 @@ from tests.pdf_samples import (
 
 c2pa = pytest.importorskip("c2pa")
 
+from tests.c2pa_formats import facts, verify_ml_dsa  # noqa: E402
 from tests.c2pa_signers import codes, hybrid_signer, ml_dsa_signer, trusted_report, tsa_stamper  # noqa: E402
-from tests.c2pa_signers import signing_ca as _test_ca  # noqa: E402 (not a test)
 from tests.c2pa_upstream import c2pa_report, c2pa_sign, hostile_stores  # noqa: E402
 from tests.tsa_server import LocalTsa  # noqa: E402
 
@@ -66,26 +65,12 @@ SAMPLES = {
 }
 
 
-def _facts(**changes: object) -> ManifestFacts:
-    values = {"record_id": "rec_0123", "model": "text-model-7", "generator_id": "gen_42", "kid": "test-kid",
-              "token": TOKEN, "certificate_chain": (), "created_at": "2026-01-01T00:00:00Z"}
-    return ManifestFacts(**{**values, **changes})
-
-
-def _verify(message: bytes, signature: bytes) -> bool:
-    try:
-        _test_ca()["ml_dsa_key"].public_key().verify(signature, message)
-    except Exception:
-        return False
-    return True
-
-
 @functools.cache
 def _signed(name: str) -> tuple[bytes, bytes, bytes]:
     """(sample, sample with our token, that file with our manifest embedded by the ML-DSA-only signer)."""
     sample = SAMPLES[name]()
     original = codec.embed_token(sample, TOKEN)
-    return sample, original, embed(original, _facts(), ml_dsa_signer())
+    return sample, original, embed(original, facts(), ml_dsa_signer())
 
 
 @pytest.fixture(params=list(SAMPLES))
@@ -123,7 +108,7 @@ def test_the_pdf_stays_valid_with_its_pages_text_and_token(signed) -> None:
 
 def test_our_reader_verifies_it_and_strips_it_back_to_the_input(signed) -> None:
     sample, original, out = signed
-    result = verify_manifest(out, _verify)
+    result = verify_manifest(out, verify_ml_dsa)
     assert result.signature_valid and result.data_hash_valid and result.is_valid
     assert all(result.assertion_hashes.values()) and len(result.assertion_hashes) >= 3
     manifest = read_manifest(out)
@@ -153,7 +138,7 @@ def test_the_store_is_an_associated_file_as_c2pa_rs_expects() -> None:
 def test_a_hybrid_time_stamped_manifest_is_trusted() -> None:
     sample = codec.embed_token(text_pdf(PAGE_TEXTS[:2]), TOKEN)
     with LocalTsa() as tsa:
-        out = embed(sample, _facts(), hybrid_signer(tsa_stamper(tsa.url)))
+        out = embed(sample, facts(), hybrid_signer(tsa_stamper(tsa.url)))
         report = trusted_report(out, MIME, [tsa.root])
     assert report["validation_state"] == "Trusted"
     assert codes(report, "failure") == []
@@ -164,7 +149,7 @@ def test_one_changed_page_byte_breaks_the_binding() -> None:
     _, _, out = _signed("three-pages")
     at = out.index(b"Second page of text")
     changed = out[:at] + b"T" + out[at + 1 :]
-    result = verify_manifest(changed, _verify)
+    result = verify_manifest(changed, verify_ml_dsa)
     assert result.signature_valid and not result.data_hash_valid
     assert "assertion.dataHash.mismatch" in codes(trusted_report(changed, MIME), "failure")
 
@@ -172,7 +157,7 @@ def test_one_changed_page_byte_breaks_the_binding() -> None:
 def test_an_update_appended_afterwards_breaks_the_binding() -> None:
     _, _, out = _signed("three-pages")
     later = with_annotation(out)
-    assert not verify_manifest(later, _verify).data_hash_valid
+    assert not verify_manifest(later, verify_ml_dsa).data_hash_valid
     assert "assertion.dataHash.mismatch" in codes(trusted_report(later, MIME), "failure")
     assert codec.extract_token(later) == TOKEN
     assert codec.strip_token(later) == later  # someone else's update last: the content changed
@@ -191,7 +176,7 @@ def test_a_changed_byte_in_our_update_makes_it_not_ours() -> None:
 
 def test_embedding_twice_replaces_the_manifest() -> None:
     _, original, out = _signed("xref-stream-by-hand")
-    second = _facts(record_id="rec_9999")
+    second = facts(record_id="rec_9999")
     twice = embed(out, second, ml_dsa_signer())
     assert twice.startswith(original) and twice.count(pdf_c2pa.MARKER) == 1
     manifest = read_manifest(twice)
@@ -214,7 +199,7 @@ def test_an_existing_associated_files_array_is_extended() -> None:
     objects[6] = b"<</Type/Filespec/F(data.csv)/AFRelationship/Data>>"
     for data in (assemble_pdf(objects), assemble_pdf({**objects, 1: b"<</Type/Catalog/Pages 2 0 R/AF 7 0 R>>",
                                                       7: b"[6 0 R]"})):
-        out = embed(data, _facts(), ml_dsa_signer())
+        out = embed(data, facts(), ml_dsa_signer())
         catalog = read_document(out).catalog
         assert catalog["AF"][0] == (6, 0) and len(catalog["AF"]) == 2
         assert codes(trusted_report(out, MIME), "failure") == EXPECTED_FAILURES
@@ -222,9 +207,9 @@ def test_an_existing_associated_files_array_is_extended() -> None:
 
 
 def test_a_large_store_is_carried() -> None:
-    out = embed(text_pdf(), _facts(token="t" * 150_000), ml_dsa_signer())
+    out = embed(text_pdf(), facts(token="t" * 150_000), ml_dsa_signer())
     assert len(PDF_CARRIER.find(out).store) > 150_000
-    assert verify_manifest(out, _verify).is_valid
+    assert verify_manifest(out, verify_ml_dsa).is_valid
     assert "assertion.dataHash.match" in codes(trusted_report(out, MIME), "success")
 
 
@@ -282,7 +267,7 @@ def test_an_upstream_manifest_becomes_our_parent_ingredient(kept: str) -> None:
         found = upstream_from_store(bytes.fromhex(persisted["store"]), format=MIME,
                                     validation_results=persisted["results"])
     signed = codec.embed_token(strip_manifest(upstream), TOKEN)
-    out = embed(signed, _facts(), ml_dsa_signer(), parent=found)
+    out = embed(signed, facts(), ml_dsa_signer(), parent=found)
     report = trusted_report(out, MIME)
     assert codes(report, "failure") == EXPECTED_FAILURES
     ingredient = report["manifests"][report["active_manifest"]]["ingredients"][0]
@@ -291,14 +276,14 @@ def test_an_upstream_manifest_becomes_our_parent_ingredient(kept: str) -> None:
     assert "signingCredential.untrusted" in [s["code"] for s in
                                              ingredient["validation_results"]["activeManifest"]["failure"]]
     manifest = read_manifest(out)
-    assert manifest.manifest_count == 2 and verify_manifest(out, _verify).is_valid
+    assert manifest.manifest_count == 2 and verify_manifest(out, verify_ml_dsa).is_valid
     if has_qpdf():
         assert qpdf_check(out).returncode == 0
     assert codec.extract_token(out) == TOKEN and page_texts(out) == list(PAGE_TEXTS)
 
 
 def test_embedding_over_an_upstream_store_replaces_it() -> None:
-    out = embed(_upstream(), _facts(), ml_dsa_signer())
+    out = embed(_upstream(), facts(), ml_dsa_signer())
     assert read_manifest(out).manifest_count == 1
     assert codes(trusted_report(out, MIME), "failure") == EXPECTED_FAILURES
 
@@ -366,7 +351,7 @@ HOSTILE = {
 def test_hostile_pdfs_raise_codec_errors_only(name: str) -> None:
     data = HOSTILE[name](_good_store())
     for action in (PDF_CARRIER.find, read_manifest, strip_manifest, validate_upstream,
-                   lambda d: embed(d, _facts(), ml_dsa_signer())):
+                   lambda d: embed(d, facts(), ml_dsa_signer())):
         with pytest.raises((CorruptMedia, MediaTooLarge)):
             action(data)
 
@@ -417,7 +402,7 @@ def test_cross_reference_loops_and_self_containing_object_streams_are_corrupt() 
     table_start = int(re.search(rb"startxref\n(\d+)", table).group(1))
     cases.append(table.replace(b"/Root 1 0 R>>", b"/Root 1 0 R/Prev %d>>" % table_start))
     for data in cases:
-        for action in (PDF_CARRIER.find, strip_manifest, lambda d: embed(d, _facts(), ml_dsa_signer())):
+        for action in (PDF_CARRIER.find, strip_manifest, lambda d: embed(d, facts(), ml_dsa_signer())):
             with pytest.raises((CorruptMedia, MediaTooLarge)):
                 action(data)
 
@@ -430,7 +415,7 @@ def test_hostile_stores_in_our_update_raise_codec_errors_only() -> None:
         data = base + planned.head + store + planned.tail
         assert PDF_CARRIER.find(data).store == store
         with contextlib.suppress(CodecError):
-            verify_manifest(data, _verify)
+            verify_manifest(data, verify_ml_dsa)
         with contextlib.suppress(CodecError):
             validate_upstream(data)
         assert strip_manifest(data) == base
@@ -451,6 +436,6 @@ def test_a_jumbf_bomb_in_the_store_is_refused() -> None:
 
 def test_our_update_is_recognised_when_the_store_holds_its_marker() -> None:
     original = codec.embed_token(text_pdf(), TOKEN)
-    out = embed(original, _facts(model="model" + pdf_c2pa.MARKER.decode()), ml_dsa_signer())
+    out = embed(original, facts(model="model" + pdf_c2pa.MARKER.decode()), ml_dsa_signer())
     assert out.count(pdf_c2pa.MARKER) == 2
     assert strip_manifest(out) == original and codec.strip_token(out) == text_pdf()

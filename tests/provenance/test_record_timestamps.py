@@ -21,20 +21,6 @@ pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.skipif(OPENSSL is None, reason="needs the openssl command")]
 
 
-@pytest.fixture(scope="module")
-def tsa():
-    with LocalTsa() as authority:
-        yield authority
-
-
-@pytest.fixture
-def stamping(settings, tsa, tmp_path):
-    roots = tmp_path / "tsa-roots.pem"
-    roots.write_bytes(tsa.root.public_bytes(serialization.Encoding.PEM))
-    settings.TSA_URL, settings.TSA_ROOTS_FILE = tsa.url, str(roots)
-    return tsa
-
-
 def _openssl_verifies(token: bytes, data: bytes, tsa: LocalTsa, tmp_path) -> bool:
     """`openssl ts -verify` of a bare token (-token_in) over the data, trusting the authority's root."""
     (tmp_path / "token.der").write_bytes(token)

@@ -10,7 +10,6 @@ import json
 
 import cbor2
 import pytest
-from cryptography.hazmat.primitives import serialization
 from dilithium_py.ml_dsa import ML_DSA_65
 
 from billing.models import UsageCounter
@@ -23,7 +22,7 @@ from tests.audio import ffmpeg_mp3, flac_bytes, tone, wav_bytes
 from tests.c2pa_upstream import READ_SETTINGS
 from tests.media import photo_bytes
 from tests.pdf_samples import text_pdf
-from tests.tsa_server import OPENSSL, LocalTsa
+from tests.tsa_server import OPENSSL
 from tests.verification.uploads import sign, verify
 from tests.video import make_video
 
@@ -47,20 +46,6 @@ def content(fmt: str) -> bytes:
     if fmt in ("mp4", "mov"):
         return make_video(fmt, seconds=1.0)
     return text_pdf()
-
-
-@pytest.fixture(scope="module")
-def tsa():
-    with LocalTsa() as authority:
-        yield authority
-
-
-@pytest.fixture
-def stamped(settings, tsa, tmp_path):
-    roots = tmp_path / "tsa-roots.pem"
-    roots.write_bytes(tsa.root.public_bytes(serialization.Encoding.PEM))
-    settings.TSA_URL, settings.TSA_ROOTS_FILE = tsa.url, str(roots)
-    return tsa
 
 
 @pytest.fixture
@@ -95,7 +80,7 @@ def _published_key(api_client, generator) -> bytes:
 
 
 @pytest.mark.parametrize("fmt", list(FAMILY))
-def test_a_hybrid_generator_signs_a_file_validators_trust(fmt, client, growth, api_client, stamped):
+def test_a_hybrid_generator_signs_a_file_validators_trust(fmt, client, growth, api_client, stamping):
     generator = _generator(growth, "hybrid")
     response = sign(client, generator, content(fmt), model="gen-model", c2pa="true")
     assert response.status_code == 201, response.content[:300]
