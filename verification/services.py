@@ -24,7 +24,7 @@ from core.errors import PayloadTooLarge
 from generators.certificates import trust_anchor_certificates
 from generators.selectors import key_by_kid
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
-from media_codecs.base import file_units
+from media_codecs.base import BYTES_PER_UNIT, file_units
 from media_codecs.c2pa import ReadManifest, read_manifest
 from provenance.models import Record
 from provenance.selectors import record_id_from_token
@@ -113,8 +113,12 @@ def content_open(data: bytes) -> Media | None:
 
 def content_units(data: bytes, media: Media | None) -> float:
     """What verifying the content costs, in units, from its parsed headers: content no codec reads (or
-    whose header disagrees with its payload) is hashed and looked up, never decoded."""
-    return file_units(data) if media is None else media.codec.decode_work(media).units
+    whose header disagrees with its payload) is hashed and looked up, never decoded. A format that carries
+    a C2PA manifest is charged one more pass over its bytes: a manifest's hard binding hashes the file."""
+    if media is None:
+        return file_units(data)
+    binding = len(data) / BYTES_PER_UNIT if media.codec.c2pa_carrier is not None else 0.0
+    return media.codec.decode_work(media).units + binding
 
 
 def contents_admit(contents: list[bytes], charge: Charge | None = None) -> list[Media | None]:

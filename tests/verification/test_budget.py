@@ -13,7 +13,7 @@ import resource
 
 import pytest
 
-from media_codecs import registered_codecs
+from media_codecs import open_media, registered_codecs
 from media_codecs.base import Codec
 from tests import audio as ta
 from tests.media import photo_bytes
@@ -86,7 +86,6 @@ def test_a_batch_within_the_budget_is_verified(api_client, reads):
 
 
 def test_a_clip_costs_more_than_an_image_and_the_budget_holds_one_of_each_worst_case():
-    from media_codecs import open_media
 
     units = {fmt: content_units(clip(fmt), open_media(clip(fmt))) for fmt in ("mp3", "flac", "wav")}
     photo = photo_bytes("astronaut", "jpeg")  # 512x512
@@ -157,3 +156,15 @@ def test_text_is_priced_by_the_marks_characters_its_reader_takes_run_by_run():
     plain, marked = "hello world " * 400_000, "a\u200bb\u200c " * 400_000
     assert units(marked) > units(plain) + 1.5  # fewer characters, but 800,000 of the mark's
     assert units("a\u200bb\u200c " * 2_300_000) > REQUEST_UNITS  # 21 MB of them: 3 s of reading
+
+
+def test_a_format_that_carries_a_manifest_is_charged_the_bindings_pass_over_its_bytes():
+    from media_codecs.base import BYTES_PER_UNIT
+    from tests.video import make_video
+
+    for data in (make_video("mp4", seconds=1.0), photo_bytes("astronaut", "png")):
+        media = open_media(data)
+        assert content_units(data, media) == pytest.approx(
+            media.codec.decode_work(media).units + len(data) / BYTES_PER_UNIT)
+    mkv = make_video("mkv", seconds=1.0)  # no manifest travels in Matroska: nothing more to hash
+    assert content_units(mkv, open_media(mkv)) == open_media(mkv).codec.decode_work(open_media(mkv)).units
