@@ -91,15 +91,25 @@ class _TsaHttpServer(ThreadingHTTPServer):
         self.folder = folder
         self.requests = 0
         self.answer_override: tuple[int, str, bytes] | None = None
+        self.serial = 0
         self._serial_lock = threading.Lock()
 
     def reply(self, query: bytes) -> bytes:
-        with self._serial_lock, tempfile.TemporaryDirectory(dir=self.folder) as work:
-            query_file, reply_file = Path(work) / "query.tsq", Path(work) / "reply.tsr"
-            query_file.write_bytes(query)
-            subprocess.run([OPENSSL, "ts", "-reply", "-config", str(self.folder / "tsa.cnf"), "-queryfile",
-                            str(query_file), "-out", str(reply_file)], check=True, capture_output=True, timeout=60)
-            return reply_file.read_bytes()
+        """OpenSSL's answer to `query`. Requests are answered concurrently, as a real authority answers them:
+        each gets its own serial number file (OpenSSL rewrites the one it is given) and configuration."""
+        with self._serial_lock:
+            self.serial += 1
+            serial = self.serial
+        with tempfile.TemporaryDirectory(dir=self.folder) as work:
+            folder = Path(work)
+            (folder / "serial").write_text(f"{serial:02X}\n")
+            configuration = (self.folder / "tsa.cnf").read_text().replace(f"{self.folder}/serial", f"{folder}/serial")
+            (folder / "tsa.cnf").write_text(configuration)
+            (folder / "query.tsq").write_bytes(query)
+            subprocess.run([OPENSSL, "ts", "-reply", "-config", str(folder / "tsa.cnf"), "-queryfile",
+                            str(folder / "query.tsq"), "-out", str(folder / "reply.tsr")], check=True,
+                           capture_output=True, timeout=60)
+            return (folder / "reply.tsr").read_bytes()
 
 
 class LocalTsa:

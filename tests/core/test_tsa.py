@@ -183,3 +183,14 @@ def test_the_token_check_needs_no_django():
     code = "import record_format.timestamp, sys; sys.exit('django' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
     assert shutil.which("openssl")
+
+
+def test_several_stamps_go_out_together_and_each_is_its_own(answers_tokens):
+    messages = [f"signature {n}".encode() for n in range(6)]
+    tokens = tsa.stamp_many(messages, url=answers_tokens.url)
+    roots = [answers_tokens.root]
+    for token, message in zip(tokens, messages, strict=True):
+        assert timestamp.time_of(token, message, roots)  # each token stamps its own message
+    serials = {timestamp._decode(timestamp._granted_response(token)).tst_info.serial_number for token in tokens}
+    assert len(serials) == 6  # the authority answered them concurrently, each with its own serial number
+    assert tsa.stamp_many([], url=answers_tokens.url) == []
