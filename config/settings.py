@@ -173,6 +173,7 @@ INSTALLED_APPS = [
     "accounts",
     "billing",
     "generators",
+    "signer",
     "provenance",
     "audit",
     "webhooks",

@@ -18,7 +18,7 @@ from media_codecs import FAMILIES
 from record_format.payload import SIGNED_FIELDS
 
 PROJECT = Path(__file__).resolve().parents[1]
-APPS = ("accounts", "audit", "billing", "generators", "provenance", "verification", "webhooks", "teams",
+APPS = ("accounts", "audit", "billing", "generators", "signer", "provenance", "verification", "webhooks", "teams",
         "transparency", "dashboard")
 
 

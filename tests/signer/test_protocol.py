@@ -1,0 +1,102 @@
+"""The signer's wire protocol (pure): authenticated both ways, bounded, and refusing forgeries, other
+secrets, stale requests and answers to other requests."""
+
+import socket
+import threading
+
+import cbor2
+import pytest
+
+from signer import protocol
+from signer.protocol import ProtocolError, SignRequest, SignResponse
+from tests.purity import assert_imports_without_django
+
+SECRET = b"s" * 32
+NOW = 1_800_000_000_000
+
+
+def _request(**changes) -> SignRequest:
+    values = {"org_id": "org-1", "generator_id": "gen-1", "kid": "k1", "algorithm": "ml-dsa-65",
+              "purpose": "record", "message": b"payload", "now_ms": NOW}
+    return SignRequest.new(**{**values, **changes})
+
+
+def test_a_request_and_its_answer_round_trip():
+    request = _request()
+    opened = protocol.open_request(protocol.seal_request(request, SECRET), SECRET, now_ms=NOW + 1000)
+    assert opened == request and opened.message_digest == protocol.hashlib.sha256(b"payload").hexdigest()
+    signed = protocol.seal_response(SignResponse(request.request_id, signature=b"sig"), SECRET)
+    assert protocol.open_response(signed, SECRET, request_id=request.request_id).signature == b"sig"
+    refused = protocol.seal_response(SignResponse(request.request_id, error="revoked", detail="gone"), SECRET)
+    answer = protocol.open_response(refused, SECRET, request_id=request.request_id)
+    assert (answer.signature, answer.error, answer.detail) == (None, "revoked", "gone")
+
+
+def test_another_secret_an_altered_field_or_a_swapped_label_is_refused():
+    request = _request()
+    sealed = protocol.seal_request(request, SECRET)
+    with pytest.raises(ProtocolError, match="MAC"):
+        protocol.open_request(sealed, b"t" * 32, now_ms=NOW)
+    body, mac = cbor2.loads(sealed)
+    fields = cbor2.loads(body)
+    fields["gen"] = "gen-2"  # another generator, the MAC kept
+    with pytest.raises(ProtocolError, match="MAC"):
+        protocol.open_request(cbor2.dumps([cbor2.dumps(fields, canonical=True), mac]), SECRET, now_ms=NOW)
+    answer = protocol.seal_response(SignResponse(request.request_id, signature=b"sig"), SECRET)
+    with pytest.raises(ProtocolError, match="MAC"):  # an answer is not a request, even under the same secret
+        protocol.open_request(answer, SECRET, now_ms=NOW)
+
+
+def test_a_stale_request_and_an_answer_to_another_request_are_refused():
+    request = _request()
+    sealed = protocol.seal_request(request, SECRET)
+    with pytest.raises(ProtocolError, match="window"):
+        protocol.open_request(sealed, SECRET, now_ms=NOW + (protocol.WINDOW_SECONDS + 1) * 1000)
+    answer = protocol.seal_response(SignResponse(request.request_id, signature=b"sig"), SECRET)
+    with pytest.raises(ProtocolError, match="another request"):
+        protocol.open_response(answer, SECRET, request_id=_request().request_id)
+
+
+@pytest.mark.parametrize("frame", [b"", b"\x00", cbor2.dumps([b"x"]), cbor2.dumps([b"x", b"y" * 32, b"z"]),
+                                   cbor2.dumps({"a": 1}), cbor2.dumps([1, 2]), b"\x9f" * 10_000])
+def test_garbage_is_a_protocol_error(frame):
+    with pytest.raises(ProtocolError):
+        protocol.open_request(frame, SECRET, now_ms=NOW)
+
+
+def test_unknown_purposes_algorithms_and_short_secrets_are_refused():
+    with pytest.raises(ProtocolError):
+        protocol.open_request(protocol.seal_request(_request(purpose="anything"), SECRET), SECRET, now_ms=NOW)
+    with pytest.raises(ProtocolError):
+        protocol.open_request(protocol.seal_request(_request(algorithm="rsa"), SECRET), SECRET, now_ms=NOW)
+    with pytest.raises(ProtocolError, match="at least"):
+        protocol.seal_request(_request(), b"short")
+
+
+def test_frames_are_bounded_before_they_are_read():
+    left, right = socket.socketpair()
+    with left, right:
+        right.sendall(protocol._LENGTH.pack(protocol.MAX_FRAME_BYTES + 1))
+        with pytest.raises(ProtocolError, match="limit"):
+            protocol.read_frame(left)  # refused from the header: nothing more is waited for
+        with pytest.raises(ProtocolError):
+            protocol.write_frame(right, b"x" * (protocol.MAX_FRAME_BYTES + 1))
+    left, right = socket.socketpair()
+    with left, right:
+        thread = threading.Thread(target=protocol.write_frame, args=(right, b"hello"))
+        thread.start()
+        assert protocol.read_frame(left) == b"hello"
+        thread.join()
+        right.sendall(protocol._LENGTH.pack(10) + b"abc")
+        right.shutdown(socket.SHUT_WR)
+        with pytest.raises(ProtocolError, match="inside a frame"):
+            protocol.read_frame(left)
+    left, right = socket.socketpair()
+    with left, right:
+        right.close()
+        with pytest.raises(EOFError):
+            protocol.read_frame(left)
+
+
+def test_the_protocol_needs_no_django():
+    assert_imports_without_django(["signer.protocol"])
