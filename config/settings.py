@@ -157,6 +157,10 @@ TSA_TIMEOUT_SECONDS = env_float("TSA_TIMEOUT_SECONDS", 5.0)
 # PEM file of the root certificates the time-stamp authority chains to: verification checks stamps against
 # them, and GET /v1/c2pa/trust-anchors lists them beside the signing roots.
 TSA_ROOTS_FILE = env_str("TSA_ROOTS_FILE", "")
+# The signer service (`manage.py signer`): the Unix socket it listens on, and the secret it and the web
+# workers authenticate each other's frames with (derived from SECRET_KEY when unset).
+SIGNER_SOCKET = env_str("SIGNER_SOCKET", "")
+SIGNER_SECRET = env_str("SIGNER_SECRET", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -85,3 +85,10 @@ def _ring(read: Callable[[str], tuple[RingEntry, ...]], value: str, fallback: st
 def _sealing_ring(ring: tuple[RingEntry, ...], purpose: str) -> SealingRing:
     return SealingRing(newest_id=ring[0].key_id,
                        keys={entry.key_id: _derived(entry.secret, purpose) for entry in ring})
+
+
+def signer_secret() -> bytes:
+    """The secret web workers and the signer service authenticate each other with (settings.SIGNER_SECRET,
+    else derived from SECRET_KEY: one deployment secret fewer to set where both run from one configuration)."""
+    explicit = getattr(settings, "SIGNER_SECRET", "")
+    return derive_key(explicit, "signer") if explicit else _derived(settings.SECRET_KEY, "signer")

@@ -1,0 +1,29 @@
+"""`manage.py signer [--socket PATH]`: run the signer service, the process that holds the keys."""
+
+import signal
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from core.keyring import signer_secret
+from signer.server import SignerServer
+
+
+class Command(BaseCommand):
+    help = "Run the signer service on a Unix socket (settings.SIGNER_SOCKET unless --socket is given)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--socket", default=None, help="the Unix socket to listen on")
+
+    def handle(self, *args, **options):
+        path = options["socket"] or settings.SIGNER_SOCKET
+        if not path:
+            raise CommandError("give --socket PATH or set SIGNER_SOCKET")
+        server = SignerServer(path, signer_secret())
+        signal.signal(signal.SIGTERM, lambda *_: server.stop())
+        self.stdout.write(f"signer listening on {path}")
+        self.stdout.flush()
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            server.stop()

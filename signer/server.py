@@ -1,0 +1,67 @@
+"""The signer service's listener: a Unix socket only its own user (and group) can open, a thread per
+connection, one authenticated frame in, one authenticated frame out, as many as the connection sends.
+
+A frame that does not authenticate gets no answer: the connection is closed (an answer under our secret
+would tell a forger nothing, but there is nothing it should be told).
+"""
+
+import logging
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+from django.db import close_old_connections
+
+from signer import protocol
+from signer.service import request_sign
+
+logger = logging.getLogger("signer")
+SOCKET_MODE = 0o660  # the web workers' group may connect; nobody else
+
+
+class SignerServer:
+    def __init__(self, path: str, secret: bytes):
+        self.path, self.secret = path, protocol.check_secret(secret)
+        self._listener: socket.socket | None = None
+        self._stopping = threading.Event()
+
+    def serve_forever(self) -> None:
+        Path(self.path).unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.path)
+        os.chmod(self.path, SOCKET_MODE)
+        listener.listen(128)
+        self._listener = listener
+        logger.info("signer listening on %s", self.path)
+        while not self._stopping.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                break  # closed by stop()
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._listener is not None:
+            self._listener.close()
+        Path(self.path).unlink(missing_ok=True)
+
+    def _serve(self, connection: socket.socket) -> None:
+        with connection:
+            try:
+                while True:
+                    body = protocol.read_frame(connection)
+                    request = protocol.open_request(body, self.secret, now_ms=int(time.time() * 1000))
+                    close_old_connections()
+                    answer = request_sign(request)
+                    protocol.write_frame(connection, protocol.seal_response(answer, self.secret))
+            except EOFError:
+                return
+            except protocol.ProtocolError as error:
+                logger.warning("signer: refused a frame and closed its connection: %s", error)
+            except OSError:
+                return
+            finally:
+                close_old_connections()

@@ -1,0 +1,79 @@
+"""What the signer service does with an authenticated request: policy first, then the key, then the
+signature, logged (what, for whom, the message's SHA-256) and never the key or the message.
+
+Policy: the generator exists and belongs to the organization the request names, is active and
+server-managed; the key is the generator's current key with that kid; the algorithm is the one the
+purpose takes (records and countersignatures ML-DSA-65; a C2PA claim ML-DSA-65, or ES256 for a hybrid
+generator). A request id seen within the protocol's window is refused as a replay (the shared cache, so
+every signer instance sees it).
+"""
+
+import logging
+import uuid
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from django.core.cache import cache
+
+from core.errors import KeyUnavailable
+from generators.certificates import generator_c2pa_credentials
+from generators.models import Generator, GeneratorKey
+from generators.services import generator_signing_seed
+from record_format import crypto
+from signer.protocol import WINDOW_SECONDS, SignRequest, SignResponse
+
+logger = logging.getLogger("signer")
+
+_ALGORITHMS = {"record": ("ml-dsa-65",), "c2pa-countersignature": ("ml-dsa-65",),
+               "c2pa-claim": ("ml-dsa-65", "es256")}
+
+
+def request_sign(request: SignRequest) -> SignResponse:
+    """The signature the request asks for, or the reason it is refused."""
+    if not cache.add(f"signer:request:{request.request_id.hex()}", 1, timeout=2 * WINDOW_SECONDS):
+        return _refused(request, "replayed", "this request was already answered")
+    generator_id = _uuid(request.generator_id)
+    generator = Generator.objects.filter(pk=generator_id).first() if generator_id else None
+    if generator is None:
+        return _refused(request, "not_found", "no such generator")
+    if str(generator.org_id) != request.org_id:
+        return _refused(request, "forbidden", "the generator belongs to another organization")
+    if generator.is_revoked:
+        return _refused(request, "revoked", "the generator is revoked")
+    if not generator.is_server_managed:
+        return _refused(request, "refused", "the service holds no key of a client-managed generator")
+    key = GeneratorKey.objects.current().filter(generator=generator, kid=request.kid).first()
+    if key is None:
+        return _refused(request, "not_found", "no current key with this kid")
+    if request.algorithm not in _ALGORITHMS.get(request.purpose, ()) or (
+            request.algorithm == "es256" and generator.c2pa_signing != Generator.C2paSigning.HYBRID):
+        return _refused(request, "refused", f"{request.purpose} is not signed with {request.algorithm} here")
+    try:
+        signature = _sign(key, request)
+    except KeyUnavailable:
+        return _refused(request, "unavailable", "the key does not unseal (logged for the operator)")
+    logger.info("signed %s for generator %s (kid %s, org %s), message sha256 %s", request.purpose,
+                request.generator_id, request.kid, request.org_id, request.message_digest)
+    return SignResponse(request.request_id, signature=signature)
+
+
+def _sign(key: GeneratorKey, request: SignRequest) -> bytes:
+    if request.algorithm == "ml-dsa-65":
+        return crypto.sign(generator_signing_seed(key), request.message)
+    private_key = generator_c2pa_credentials(key).es256_private_key
+    r, s = decode_dss_signature(private_key.sign(request.message, ec.ECDSA(hashes.SHA256())))
+    return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # COSE's r || s
+
+
+def _refused(request: SignRequest, error: str, detail: str) -> SignResponse:
+    logger.warning("refused %s for generator %s (org %s): %s", request.purpose, request.generator_id,
+                   request.org_id, detail)
+    return SignResponse(request.request_id, error=error, detail=detail)
+
+
+def _uuid(text: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
