@@ -47,11 +47,12 @@ class C2paCredentials:
     es256_private_key: ec.EllipticCurvePrivateKey | None  # unsealed; None when not hybrid
 
 
-def generator_c2pa_credentials(key: GeneratorKey) -> C2paCredentials:
+def generator_c2pa_credentials(key: GeneratorKey, *, private_key: bool = True) -> C2paCredentials:
     """The certificate chains (and ES256 key) a C2PA signature by `key` carries, issuing what is missing.
 
     An ES256 chain only for a hybrid server-managed generator: its uploaded one when there is one not yet
-    expired, else the deployment CA's. Raises KeyUnavailable (503) when a sealed key does not unseal.
+    expired, else the deployment CA's. Without `private_key` (the signer service signs), the ES256 key is
+    left sealed and `es256_private_key` is None. Raises KeyUnavailable (503) when a sealed key does not unseal.
     """
     generator = key.generator
     hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
@@ -62,11 +63,12 @@ def generator_c2pa_credentials(key: GeneratorKey) -> C2paCredentials:
         return C2paCredentials(generator.c2pa_signing, ml_dsa_chain, (), None)
     if upload is not None:
         chain = tuple(base64.b64decode(der) for der in upload.chain)
-        private_key = _unseal_ec(upload.encrypted_private_key, _upload_context(generator.pk))
+        unsealed = _unseal_ec(upload.encrypted_private_key, _upload_context(generator.pk)) if private_key else None
     else:
         chain = (bytes(stored.es256_certificate), *authority.issuer_chain(stored.es256_issuer))
-        private_key = _unseal_ec(stored.encrypted_es256_private_key, _es256_context(key.pk))
-    return C2paCredentials(generator.c2pa_signing, ml_dsa_chain, chain, private_key)
+        unsealed = (_unseal_ec(stored.encrypted_es256_private_key, _es256_context(key.pk)) if private_key
+                    else None)
+    return C2paCredentials(generator.c2pa_signing, ml_dsa_chain, chain, unsealed)
 
 
 def trust_anchor_certificates() -> list[bytes]:

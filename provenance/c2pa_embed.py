@@ -13,9 +13,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from django.conf import settings
 
 from accounts.gates import require_feature
@@ -32,15 +29,14 @@ from core.errors import (
 from generators.certificates import C2paCredentials, generator_c2pa_credentials
 from generators.models import GeneratorKey
 from generators.selectors import current_key
-from generators.services import generator_signing_seed
 from media_codecs import CodecError, Media, detect
 from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, upstream_from_store
 from media_codecs.c2pa.manifest import COSE_ALG_ES256, COSE_ALG_ML_DSA_65, HYBRID, CoseKey, ManifestSigner
 from provenance.codec_errors import codec_errors
 from provenance.models import NO_WATERMARK, Record
 from provenance.selectors import record_for_embed, record_token
-from record_format import crypto
 from record_format.hashing import content_hash_of_media
+from signer.signing import signature_of
 
 CLAIM_GENERATOR = "Provenance Service"
 
@@ -102,7 +98,7 @@ def manifest_embed(media: Media, *, subject: ManifestSubject, key: GeneratorKey,
 
     Raises ServiceUnavailable when the time-stamp authority fails, the codec's API errors for a bad file.
     """
-    credentials = generator_c2pa_credentials(key)
+    credentials = generator_c2pa_credentials(key, private_key=False)  # the signer signs (signer.signing)
     facts = ManifestFacts(
         record_id=str(subject.record_id), model=subject.model, generator_id=str(subject.generator_id), kid=key.kid,
         token=record_token(subject.record_id), certificate_chain=credentials.ml_dsa_chain,
@@ -119,14 +115,22 @@ def manifest_embed(media: Media, *, subject: ManifestSubject, key: GeneratorKey,
 
 
 def manifest_signer(key: GeneratorKey, credentials: C2paCredentials, stamp: RecordStamp) -> ManifestSigner:
-    seed = generator_signing_seed(key)
-    ml_dsa = CoseKey(COSE_ALG_ML_DSA_65, credentials.ml_dsa_chain, lambda message: crypto.sign(seed, message),
+    hybrid = credentials.signing == HYBRID
+    ml_dsa = CoseKey(COSE_ALG_ML_DSA_65, credentials.ml_dsa_chain,
+                     _signer(key, "c2pa-countersignature" if hybrid else "c2pa-claim", "ml-dsa-65"),
                      kid=key.kid, public_key_url=f"{settings.PUBLIC_BASE_URL}/v1/keys/{key.generator_id}")
     time_stamp = _stamper(stamp) if settings.TSA_URL else None
-    if credentials.signing != HYBRID:
+    if not hybrid:
         return ManifestSigner(ml_dsa, time_stamp=time_stamp)
-    es256 = CoseKey(COSE_ALG_ES256, credentials.es256_chain, _es256_signer(credentials.es256_private_key))
+    es256 = CoseKey(COSE_ALG_ES256, credentials.es256_chain, _signer(key, "c2pa-claim", "es256"))
     return ManifestSigner(es256, ml_dsa, time_stamp=time_stamp)
+
+
+def _signer(key: GeneratorKey, purpose: str, algorithm: str):
+    def sign(message: bytes) -> bytes:
+        return signature_of(key=key, org_id=str(key.generator.org_id), purpose=purpose, algorithm=algorithm,
+                            message=message)
+    return sign
 
 
 def _stamper(stamp: RecordStamp):
@@ -137,13 +141,6 @@ def _stamper(stamp: RecordStamp):
             stamp.token = tokens[0]
         return tokens[len(extra):]
     return time_stamp
-
-
-def _es256_signer(private_key: ec.EllipticCurvePrivateKey):
-    def sign(message: bytes) -> bytes:
-        r, s = decode_dss_signature(private_key.sign(message, ec.ECDSA(hashes.SHA256())))
-        return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # COSE carries ECDSA as r || s (RFC 9053 2.1)
-    return sign
 
 
 def _iso_z(moment: datetime.datetime) -> str:

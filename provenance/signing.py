@@ -11,7 +11,6 @@ from accounts.models import Organization
 from billing.services import usage_precheck
 from core.errors import FormatNotSupported, GeneratorClientManaged, PayloadTooLarge, ValidationFailed
 from generators.selectors import generator_for_signing
-from generators.services import generator_signing_seed
 from media_codecs import Codec, CodecError, Media, MediaTooLarge, detect
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
 from provenance.c2pa_embed import ManifestSubject, RecordStamp, manifest_embed
@@ -22,6 +21,7 @@ from provenance.services import RecordDraft, record_create
 from record_format import crypto
 from record_format.hashing import content_hash_of_media
 from record_format.payload import signed_payload_bytes
+from signer.signing import signature_of
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,8 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
         fingerprints = codec.fingerprints(signed)
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)
-    signature = crypto.sign(generator_signing_seed(key), message)
+    signature = signature_of(key=key, org_id=str(org.pk), purpose="record", algorithm=crypto.ALGORITHM,
+                             message=message)
     signed_at, output, stamp = timezone.now(), signed.data, RecordStamp(signature)
     if c2pa and codec.c2pa_carrier is not None:
         subject = ManifestSubject(record_id, model, key.generator_id, watermark_id, signed_at)

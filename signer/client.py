@@ -4,7 +4,7 @@ the Unix socket settings.SIGNER_SOCKET, authenticated both ways (signer.protocol
 import socket
 import time
 
-from core.errors import ServiceUnavailable
+from core.errors import RETRY_AFTER_UNAVAILABLE, ServiceUnavailable
 from signer import protocol
 
 TIMEOUT_SECONDS = 5.0
@@ -32,7 +32,8 @@ def signature_request(*, path: str, secret: bytes, org_id: str, generator_id: st
             answer = protocol.open_response(protocol.read_frame(connection), secret, request_id=request.request_id)
     except (OSError, EOFError, protocol.ProtocolError) as error:
         raise ServiceUnavailable(f"The signing service is unavailable ({type(error).__name__}); nothing was "
-                                 "signed. Try again shortly.") from None
+                                 "signed. Try again shortly.",
+                                 headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)}) from None
     if answer.signature is None:
         raise SignerRefused(answer.error or "refused", answer.detail)
     return answer.signature

@@ -21,6 +21,7 @@ from generators.certificates import generator_c2pa_credentials
 from generators.models import Generator, GeneratorKey
 from generators.services import generator_signing_seed
 from record_format import crypto
+from signer.client import SignerRefused
 from signer.protocol import WINDOW_SECONDS, SignRequest, SignResponse
 
 logger = logging.getLogger("signer")
@@ -33,8 +34,24 @@ def request_sign(request: SignRequest) -> SignResponse:
     """The signature the request asks for, or the reason it is refused."""
     if not cache.add(f"signer:request:{request.request_id.hex()}", 1, timeout=2 * WINDOW_SECONDS):
         return _refused(request, "replayed", "this request was already answered")
-    generator_id = _uuid(request.generator_id)
-    generator = Generator.objects.filter(pk=generator_id).first() if generator_id else None
+    return _policy_and_sign(request)
+
+
+def signature_in_process(request: SignRequest, key: GeneratorKey) -> bytes:
+    """`request_sign` for a caller in this process (no signer service) that has the key's row at hand: the
+    same policy on it, no replay check (nothing crossed a socket). Raises SignerRefused."""
+    answer = _policy_and_sign(request, key)
+    if answer.signature is None:
+        raise SignerRefused(answer.error or "refused", answer.detail)
+    return answer.signature
+
+
+def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) -> SignResponse:
+    if known is not None and str(known.generator_id) == request.generator_id and known.kid == request.kid:
+        generator = known.generator
+    else:
+        known, generator_id = None, _uuid(request.generator_id)
+        generator = Generator.objects.filter(pk=generator_id).first() if generator_id else None
     if generator is None:
         return _refused(request, "not_found", "no such generator")
     if str(generator.org_id) != request.org_id:
@@ -43,7 +60,8 @@ def request_sign(request: SignRequest) -> SignResponse:
         return _refused(request, "revoked", "the generator is revoked")
     if not generator.is_server_managed:
         return _refused(request, "refused", "the service holds no key of a client-managed generator")
-    key = GeneratorKey.objects.current().filter(generator=generator, kid=request.kid).first()
+    key = known if known is not None and known.retired_at is None else (
+        GeneratorKey.objects.current().filter(generator=generator, kid=request.kid).first())
     if key is None:
         return _refused(request, "not_found", "no current key with this kid")
     if request.algorithm not in _ALGORITHMS.get(request.purpose, ()) or (
@@ -61,7 +79,7 @@ def request_sign(request: SignRequest) -> SignResponse:
 def _sign(key: GeneratorKey, request: SignRequest) -> bytes:
     if request.algorithm == "ml-dsa-65":
         return crypto.sign(generator_signing_seed(key), request.message)
-    private_key = generator_c2pa_credentials(key).es256_private_key
+    private_key = generator_c2pa_credentials(key, private_key=True).es256_private_key
     r, s = decode_dss_signature(private_key.sign(request.message, ec.ECDSA(hashes.SHA256())))
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # COSE's r || s
 
