@@ -11,6 +11,7 @@ rightly does not list.
 
 import functools
 import logging
+import socket
 import threading
 from collections.abc import Callable
 
@@ -29,6 +30,7 @@ logger = logging.getLogger(__name__)
 OK = {"status": "ok"}
 DATABASE_ALIAS = DEFAULT_DB_ALIAS  # the database the service serves from (tests point it elsewhere)
 REDIS_TIMEOUT_SECONDS = 2.0
+_SIGNER_PROBE_SECONDS = 2.0
 
 
 class _MigrationState:
@@ -81,6 +83,19 @@ def _check_redis() -> dict:
     return OK
 
 
+def _check_signer() -> dict:
+    """The signer service's socket accepts a connection (SIGNER_SOCKET): signing needs it."""
+    if not settings.SIGNER_SOCKET:
+        return {"status": "skipped", "reason": "SIGNER_SOCKET is not set: keys are used in this process"}
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(_SIGNER_PROBE_SECONDS)
+            probe.connect(settings.SIGNER_SOCKET)
+    except OSError as exc:
+        return _failed("signer", exc)
+    return OK
+
+
 def _check_migrations() -> dict:
     if _migrations.applied:
         return OK
@@ -112,13 +127,14 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @never_cache
 @require_safe
 def readyz(request: HttpRequest) -> JsonResponse:
-    """200 with each check when the database (and Redis, if configured) answer and no migration is
-    pending; else 503 in the error envelope, with each check in `details`."""
+    """200 with each check when the database (and Redis and the signer service, if configured) answer and no
+    migration is pending; else 503 in the error envelope, with each check in `details`."""
     checks = {"database": _check_database()}
     # The migration plan needs the database: without it, it would only fail the same way again.
     checks["migrations"] = (_check_migrations() if checks["database"] is OK
                             else {"status": "error", "error": "database unavailable"})
     checks["redis"] = _check_redis()
+    checks["signer"] = _check_signer()
     if all(check["status"] != "error" for check in checks.values()):
         return JsonResponse({"status": "ok", "checks": checks})
     error = ServiceUnavailable("The service is not ready to serve requests.", details=checks)

@@ -119,7 +119,9 @@ def test_serve_migrates_then_serves_json_logs_with_request_ids_and_stops_gracefu
     ready = requests.get(f"{served.base}/readyz", timeout=10)
     assert ready.status_code == 200, ready.text
     assert ready.json()["checks"] == {"database": {"status": "ok"}, "migrations": {"status": "ok"},
-                                      "redis": {"status": "ok"}}
+                                      "redis": {"status": "ok"}, "signer": {
+                                          "status": "skipped",
+                                          "reason": "SIGNER_SOCKET is not set: keys are used in this process"}}
 
     password = "Serve-Test-Password-" + uuid.uuid4().hex[:8]
     register_secret(password)

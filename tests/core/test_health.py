@@ -82,7 +82,23 @@ def test_readyz_is_ready_on_a_migrated_database_without_redis(client):
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "checks": {
         "database": {"status": "ok"}, "migrations": {"status": "ok"},
-        "redis": {"status": "skipped", "reason": "REDIS_URL is not set"}}}
+        "redis": {"status": "skipped", "reason": "REDIS_URL is not set"},
+        "signer": {"status": "skipped", "reason": "SIGNER_SOCKET is not set: keys are used in this process"}}}
+
+
+@pytest.mark.django_db
+def test_readyz_needs_the_signer_service_when_one_is_configured(client, settings, tmp_path):
+    import socket
+
+    settings.SIGNER_SOCKET = str(tmp_path / "signer.sock")
+    response = client.get("/readyz")  # nothing listens there
+    assert response.status_code == 503
+    assert response.json()["details"]["signer"]["status"] == "error"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:  # a listening socket, as the signer's
+        listener.bind(settings.SIGNER_SOCKET)
+        listener.listen(1)
+        ready = client.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["checks"]["signer"] == {"status": "ok"}
 
 
 @pytest.mark.django_db

@@ -127,3 +127,10 @@ def test_a_signer_that_is_not_there_is_a_503(tmp_path):
     with pytest.raises(ServiceUnavailable):
         signature_request(path=str(tmp_path / "nobody.sock"), secret=b"s" * 32, org_id="o", generator_id="g",
                           kid="k", algorithm="ml-dsa-65", purpose="record", message=b"m")
+
+
+@pytest.mark.django_db
+def test_readyz_sees_the_running_signer(signer, client, settings):
+    settings.SIGNER_SOCKET = signer["path"]
+    response = client.get("/readyz")
+    assert response.status_code == 200 and response.json()["checks"]["signer"] == {"status": "ok"}
