@@ -23,8 +23,9 @@ DEV := DEBUG=$${DEBUG:-true}
 migrate: install
 	$(DEV) $(BIN)/python manage.py migrate --noinput
 
-# The development server and, beside it, the transparency log's sequencer (deploy/run_dev.py), as production
-# runs them: new records get their log proofs. Both write here; Ctrl-C stops both.
+# The development server and, beside it, the transparency log's sequencer and the signer service
+# (deploy/run_dev.py), as production runs them: new records get their log proofs, signatures come from the
+# signer. All write here; Ctrl-C stops all.
 # `make run PORT=8001` serves elsewhere (links in mails follow unless PUBLIC_BASE_URL is set); only the
 # command line sets them, never a HOST or PORT that happens to be in the environment.
 HOST := 127.0.0.1

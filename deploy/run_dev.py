@@ -1,14 +1,15 @@
-"""What `make run` runs: the development server and, beside it, the transparency log's sequencer.
+"""What `make run` runs: the development server and, beside it, the transparency log's sequencer and the
+signer service.
 
-Production runs the web processes and one `manage.py log_sequencer` (README.md, "Production");
-development runs the same pair, so a new record gets its place in the log (and its inclusion proof)
-about a second after it is stored, as it would in production.
+Production runs the web processes, one `manage.py log_sequencer` and the signer (README.md, "Production");
+development runs the same, so a new record gets its place in the log (and its inclusion proof) about a
+second after it is stored, and every signature comes from the signer over its socket, as in production.
 
     python deploy/run_dev.py [HOST:PORT]        # default 127.0.0.1:8000
 
-Both processes write to this terminal. Ctrl-C (SIGINT), SIGTERM or SIGHUP stops both; so does the
-development server exiting on its own (a port already in use, say), with its exit status. The sequencer
-exiting while the server runs is reported and it is started again, as production's supervisor would.
+Every process writes to this terminal. Ctrl-C (SIGINT), SIGTERM or SIGHUP stops them all; so does the
+development server exiting on its own (a port already in use, say), with its exit status. The sequencer or
+the signer exiting while the server runs is reported and started again, as production's supervisor would.
 
 Each child runs in a process group of its own, which this script signals: `runserver`'s autoreloader
 is a second process, and signalling its group stops both of them. Nothing is left behind.
@@ -19,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,13 +33,14 @@ RESTART_DELAYS = (1, 2, 5, 10)  # the sequencer's restarts back off, then stay a
 class Child:
     """A `manage.py` command in a process group of its own, sharing this terminal's output."""
 
-    def __init__(self, name: str, *args: str) -> None:
-        self.name, self.args = name, args
+    def __init__(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
+        self.name, self.args, self.env = name, args, env
         self.process: subprocess.Popen | None = None
+        self.restarts = 0
 
     def start(self) -> None:
         self.process = subprocess.Popen([sys.executable, "manage.py", *self.args], cwd=PROJECT,  # noqa: S603
-                                        stdin=subprocess.DEVNULL, process_group=0)
+                                        stdin=subprocess.DEVNULL, process_group=0, env=self.env)
 
     def exit_code(self) -> int | None:
         return None if self.process is None else self.process.poll()
@@ -72,33 +75,39 @@ def _raise_stop(signum, frame) -> None:
 
 def main(argv: list[str]) -> int:
     bind = argv[0] if argv else "127.0.0.1:8000"
-    server = Child("runserver", "runserver", bind)
-    sequencer = Child("log_sequencer", "log_sequencer")
+    with tempfile.TemporaryDirectory(prefix="svc-signer-") as folder:  # a short path: sockets allow 108 bytes
+        env = {**os.environ, "SIGNER_SOCKET": os.environ.get("SIGNER_SOCKET") or str(Path(folder) / "signer.sock")}
+        return _run(Child("runserver", "runserver", bind, env=env),
+                    [Child("log sequencer", "log_sequencer", env=env), Child("signer", "signer", env=env)])
+
+
+def _run(server: Child, helpers: list[Child]) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_stop)
-    restarts = 0
     try:
-        server.start()
-        sequencer.start()
+        for child in (*helpers, server):
+            child.start()
         while True:
             time.sleep(POLL_SECONDS)
             if (code := server.exit_code()) is not None:
-                print(f"run_dev: runserver exited ({code}); stopping the log sequencer", file=sys.stderr, flush=True)
+                names = " and the ".join(helper.name for helper in helpers)
+                print(f"run_dev: runserver exited ({code}); stopping the {names}", file=sys.stderr, flush=True)
                 return code
-            if (code := sequencer.exit_code()) is not None:
-                delay = RESTART_DELAYS[min(restarts, len(RESTART_DELAYS) - 1)]
-                print(f"run_dev: the log sequencer exited ({code}); starting it again in {delay} s",
-                      file=sys.stderr, flush=True)
-                time.sleep(delay)
-                restarts += 1
-                sequencer.start()
+            for helper in helpers:
+                if (code := helper.exit_code()) is not None:
+                    delay = RESTART_DELAYS[min(helper.restarts, len(RESTART_DELAYS) - 1)]
+                    print(f"run_dev: the {helper.name} exited ({code}); starting it again in {delay} s",
+                          file=sys.stderr, flush=True)
+                    time.sleep(delay)
+                    helper.restarts += 1
+                    helper.start()
     except _Stop:
         return 0
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C does not cut the shutdown short
-        sequencer.stop()
-        server.stop()
+        for child in (*helpers, server):
+            child.stop()
 
 
 if __name__ == "__main__":

@@ -4,16 +4,19 @@ signature, logged (what, for whom, the message's SHA-256) and never the key or t
 Policy: the generator exists and belongs to the organization the request names, is active and
 server-managed; the key is the generator's current key with that kid; the algorithm is the one the
 purpose takes (records and countersignatures ML-DSA-65; a C2PA claim ML-DSA-65, or ES256 for a hybrid
-generator). A request id seen within the protocol's window is refused as a replay (the shared cache, so
+generator). A request id seen within the protocol's window is refused as a replay (in Redis where there is one, so
 every signer instance sees it).
 """
 
 import logging
+import threading
+import time
 import uuid
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from django.conf import settings
 from django.core.cache import cache
 
 from core.errors import KeyUnavailable
@@ -32,9 +35,40 @@ _ALGORITHMS = {"record": ("ml-dsa-65",), "c2pa-countersignature": ("ml-dsa-65",)
 
 def request_sign(request: SignRequest) -> SignResponse:
     """The signature the request asks for, or the reason it is refused."""
-    if not cache.add(f"signer:request:{request.request_id.hex()}", 1, timeout=2 * WINDOW_SECONDS):
+    if not _first_sight(request.request_id):
         return _refused(request, "replayed", "this request was already answered")
     return _policy_and_sign(request)
+
+
+class _RecentIds:
+    """Request ids seen within the protocol's window, for a signer without Redis (development: one signer,
+    and the database's cache table is not written while a worker holds SQLite's write lock waiting for us)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, request_id: bytes) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._seen) > _MAX_REMEMBERED:
+                self._seen = {key: at for key, at in self._seen.items() if now - at < 2 * WINDOW_SECONDS}
+            if request_id in self._seen and now - self._seen[request_id] < 2 * WINDOW_SECONDS:
+                return False
+            self._seen[request_id] = now
+            return True
+
+
+_recent_ids = _RecentIds()
+_MAX_REMEMBERED = 100_000
+
+
+def _first_sight(request_id: bytes) -> bool:
+    """Whether this request id is new: in the shared cache (Redis) where there is one, so every signer
+    instance knows it, else in this process."""
+    if settings.REDIS_URL:
+        return cache.add(f"signer:request:{request_id.hex()}", 1, timeout=2 * WINDOW_SECONDS)
+    return _recent_ids.add(request_id)
 
 
 def signature_in_process(request: SignRequest, key: GeneratorKey) -> bytes:

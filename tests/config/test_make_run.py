@@ -1,4 +1,5 @@
-"""`make run` runs what production runs: the development server and the transparency log's sequencer.
+"""`make run` runs what production runs: the development server, the transparency log's sequencer and the
+signer service (a server-managed signature comes from it).
 
 The test starts `make run` itself, as a newcomer types it (on its own SQLite file and a free port, in a
 session of its own as a terminal would), signs a record through the API, watches the sequencer take it
@@ -110,6 +111,9 @@ def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_proc
         return found if found["status"] == "integrated" else None
 
     inclusion = _sequenced(inclusion, make, output_path, "the first record sequenced")
+    # A server-managed signature comes from the signer service beside the server, over its socket.
+    hosted = client.generator_register(name="hosted")
+    assert client.sign(photo_bytes(fmt="png"), generator_id=hosted["generator_id"], model="m-2").record_id
     assert inclusion["index"] == 0 and inclusion["tree_size"] >= 1
     checkpoint = requests.get(f"{base}/v1/log/checkpoint", timeout=30)
     assert checkpoint.status_code == 200 and checkpoint.text.splitlines()[1] == str(inclusion["tree_size"])
@@ -138,6 +142,7 @@ def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_proc
     output = output_path.read_text()
     assert "Starting development server" in output  # both wrote to the terminal
     assert "Log sequencer: a round every" in output and "log: 1 records integrated" in output
+    assert "signer listening on" in output and "signed record for generator" in output
     with pytest.raises(requests.ConnectionError):
         requests.get(f"{base}/healthz", timeout=5)
 
