@@ -116,11 +116,11 @@ class TrustAnchorsView(PublicCors, APIView):
     })
     def get(self, request):
         query = validated_query(s.TrustAnchorQuery, request)
-        anchors = certificates.trust_anchor_certificates()
+        anchors = certificates.trust_anchor_summaries()
         if query["format"] == "pem":
-            bundle = "".join(certificates.certificate_summary(der)["certificate"] for der in anchors)
-            return HttpResponse(bundle, content_type="application/x-pem-file")
-        body = {"trust_anchors": [certificates.certificate_summary(der) for der in anchors]}
+            return HttpResponse("".join(anchor["certificate"] for anchor in anchors),
+                                content_type="application/x-pem-file")
+        body = {"trust_anchors": anchors}
         return Response(s.TrustAnchorListOutput(body).data)
 
 

@@ -110,14 +110,20 @@ def ca_private_key(ca: CertificateAuthority) -> certs.SigningKey:
 
 
 def trust_anchors() -> list[bytes]:
-    """DER roots a validator should trust: the service's roots and installed roots not yet expired, then
-    the time-stamp authority's roots. Makes the CA on first need."""
+    """DER roots a validator should trust: the signing roots (`signing_roots`), then the time-stamp
+    authority's roots. Makes the CA on first need."""
     for family in Family.values:
         current_issuer(family)
+    found = signing_roots()
+    return found + [der for der in tsa_roots() if der not in found]
+
+
+def signing_roots() -> list[bytes]:
+    """DER roots of the service's and installed CAs not yet expired: what a claim signer's chain must reach
+    (never a time-stamp authority's root, which vouches for stamps only). One query; makes nothing."""
     roots = CertificateAuthority.objects.filter(kind=Kind.ROOT, not_after__gt=timezone.now()).order_by(
         "family", "generation")
-    found = [bytes(root.certificate) for root in roots]
-    return found + [der for der in tsa_roots() if der not in found]
+    return [bytes(root.certificate) for root in roots]
 
 
 def _newest_usable(family: str) -> CertificateAuthority | None:

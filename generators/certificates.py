@@ -63,12 +63,31 @@ def generator_c2pa_credentials(key: GeneratorKey, *, private_key: bool = True) -
         return C2paCredentials(generator.c2pa_signing, ml_dsa_chain, (), None)
     if upload is not None:
         chain = tuple(base64.b64decode(der) for der in upload.chain)
-        unsealed = _unseal_ec(upload.encrypted_private_key, _upload_context(generator.pk)) if private_key else None
+        sealed, context = upload.encrypted_private_key, _upload_context(generator.pk)
     else:
         chain = (bytes(stored.es256_certificate), *authority.issuer_chain(stored.es256_issuer))
-        unsealed = (_unseal_ec(stored.encrypted_es256_private_key, _es256_context(key.pk)) if private_key
-                    else None)
-    return C2paCredentials(generator.c2pa_signing, ml_dsa_chain, chain, unsealed)
+        sealed, context = stored.encrypted_es256_private_key, _es256_context(key.pk)
+    return C2paCredentials(generator.c2pa_signing, ml_dsa_chain, chain,
+                           _unseal_ec(sealed, context) if private_key else None)
+
+
+def generator_es256_signing_key(key: GeneratorKey) -> ec.EllipticCurvePrivateKey:
+    """The unsealed ES256 key a hybrid C2PA claim signature by `key` uses (the organization's live upload,
+    else the key's own), read without building chains; issued (`generator_c2pa_credentials`) only when the
+    key has none yet. Raises KeyUnavailable (503) when it does not unseal."""
+    upload = _live_upload(key.generator)
+    if upload is not None:
+        return _unseal_ec(upload.encrypted_private_key, _upload_context(key.generator_id))
+    sealed = (GeneratorCertificate.objects.filter(key_id=key.pk)
+              .values_list("encrypted_es256_private_key", flat=True).first())
+    if sealed is None:
+        return generator_c2pa_credentials(key).es256_private_key
+    return _unseal_ec(sealed, _es256_context(key.pk))
+
+
+def signing_trust_anchors() -> list[bytes]:
+    """The roots a manifest signer's certificate chain must reach here (verification): no TSA roots."""
+    return authority.signing_roots()
 
 
 def trust_anchor_certificates() -> list[bytes]:
@@ -172,6 +191,14 @@ def c2pa_secret_reseal(*, model: type, pk: uuid.UUID) -> bool:
         secret = unseal(bytes(getattr(row, column)), ring.keys, associated_data=context(pk))
         model.objects.filter(pk=pk).update(**{column: _seal(secret, context(pk))})
     return True
+
+
+def trust_anchor_summaries() -> list[dict]:
+    """The trust anchors as the route shows them, each with its `use`: `signing` (manifest signers chain
+    to it) or `time-stamping` (a time-stamp authority's root, trusted for stamps only)."""
+    anchors = trust_anchor_certificates()  # first: it makes the CA on first need
+    signing = set(authority.signing_roots())
+    return [{**certificate_summary(der), "use": "signing" if der in signing else "time-stamping"} for der in anchors]
 
 
 def certificate_summary(der: bytes) -> dict:

@@ -120,6 +120,9 @@ class TrustAnchorOutput(serializers.Serializer):
     not_before = serializers.DateTimeField()
     not_after = serializers.DateTimeField()
     sha256 = serializers.CharField(help_text="SHA-256 of the DER certificate, hex.")
+    use = serializers.ChoiceField(choices=("signing", "time-stamping"), help_text=(
+        "signing: C2PA manifest signers chain to it; time-stamping: a time-stamp authority's root, to be "
+        "trusted for time stamps only."))
 
 
 class TrustAnchorListOutput(serializers.Serializer):

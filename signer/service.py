@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from core.errors import KeyUnavailable
-from generators.certificates import generator_c2pa_credentials
+from generators.certificates import generator_es256_signing_key
 from generators.models import Generator, GeneratorKey
 from generators.services import generator_signing_seed
 from record_format import crypto
@@ -113,7 +113,7 @@ def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) ->
 def _sign(key: GeneratorKey, request: SignRequest) -> bytes:
     if request.algorithm == "ml-dsa-65":
         return crypto.sign(generator_signing_seed(key), request.message)
-    private_key = generator_c2pa_credentials(key, private_key=True).es256_private_key
+    private_key = generator_es256_signing_key(key)
     r, s = decode_dss_signature(private_key.sign(request.message, ec.ECDSA(hashes.SHA256())))
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # COSE's r || s
 

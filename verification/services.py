@@ -21,7 +21,7 @@ from django.db import transaction
 from audit.services import audit_write_many
 from core import tsa
 from core.errors import PayloadTooLarge
-from generators.certificates import trust_anchor_certificates
+from generators.certificates import signing_trust_anchors
 from generators.selectors import key_by_kid
 from media_codecs import CodecError, Media, MediaTooLarge, open_media
 from media_codecs.base import BYTES_PER_UNIT, file_units
@@ -297,7 +297,7 @@ def _manifest_report(data: bytes, manifest: ReadManifest, record: Record | None)
         key = record.key if kid == record.key.kid else key_by_kid(generator_id=record.generator_id, kid=kid or "")
         return key is not None and crypto.verify(bytes(key.public_key), message, signature)
 
-    return manifest_checks.check_manifest(data, manifest, anchors=trust_anchor_certificates(),
+    return manifest_checks.check_manifest(data, manifest, anchors=signing_trust_anchors(),
                                           tsa_roots=tsa.tsa_roots(), pq_verify=pq_verify)
 
 

@@ -76,7 +76,8 @@ class PinnedKeys:
     keys: dict[str, bytes]
     # DER certificates pinned with the keys (GET /v1/c2pa/trust-anchors): the roots a manifest's signers and
     # a time stamp's authority must chain to. Empty for documents pinned before they were.
-    trust_anchors: tuple[bytes, ...] = ()
+    trust_anchors: tuple[bytes, ...] = ()  # every root pinned, both uses
+    signing_anchors: tuple[bytes, ...] = ()  # the roots manifest signers chain to (not time-stamp authorities')
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> PinnedKeys:
@@ -84,10 +85,12 @@ class PinnedKeys:
         try:
             keys = {str(item["kid"]): base64.b64decode(item["key"], validate=True)
                     for item in document["public_keys"] if item.get("algorithm") == crypto.ALGORITHM}
-            anchors = tuple(certificate.public_bytes(serialization.Encoding.DER)
-                            for item in document.get("trust_anchors") or []
-                            for certificate in x509.load_pem_x509_certificates(str(item["certificate"]).encode()))
-            return cls(generator_id=str(document["generator_id"]), keys=keys, trust_anchors=anchors)
+            pinned = [(item.get("use", "signing"), certificate.public_bytes(serialization.Encoding.DER))
+                      for item in document.get("trust_anchors") or []
+                      for certificate in x509.load_pem_x509_certificates(str(item["certificate"]).encode())]
+            return cls(generator_id=str(document["generator_id"]), keys=keys,
+                       trust_anchors=tuple(der for _, der in pinned),
+                       signing_anchors=tuple(der for use, der in pinned if use == "signing"))
         except (KeyError, TypeError, ValueError) as error:
             raise KeyFileError(f"not a pinned-keys document ({error})") from None
 

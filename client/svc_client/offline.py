@@ -146,7 +146,7 @@ def _check_manifest(data: bytes, manifest: ReadManifest, record: dict[str, Any],
         key = keys.keys.get(kid or "")
         return key is not None and crypto.verify(key, message, signature)
 
-    report = manifest_checks.check_manifest(data, manifest, anchors=keys.trust_anchors,
+    report = manifest_checks.check_manifest(data, manifest, anchors=keys.signing_anchors,
                                             tsa_roots=keys.trust_anchors, pq_verify=pq_verify)
     failed = [c for c in report.checks if c.status in ("invalid", "untrusted", "unsupported")
               or (c.name == "pq_signature" and c.status != "valid")]

@@ -269,3 +269,21 @@ def test_a_huge_body_is_refused_before_parsing(key_client, org):
     response = key_client(org).put(_url(generator), {"certificate_chain": ["A" * 12_000_000], "private_key": "x"},
                                    format="json")
     assert response.status_code in (400, 413) and response.json()["error"] in ("payload_too_large", "validation_error")
+
+
+def test_a_time_stamp_authoritys_root_is_listed_for_stamps_only(api_client, org, settings, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+
+    from generators.certificates import signing_trust_anchors
+    from tests.tsa_server import make_pki
+
+    tsa_root = make_pki()["root"]
+    (tmp_path / "tsa.pem").write_bytes(tsa_root.public_bytes(serialization.Encoding.PEM))
+    settings.TSA_ROOTS_FILE = str(tmp_path / "tsa.pem")
+    anchors = api_client.get("/v1/c2pa/trust-anchors").json()["trust_anchors"]
+    uses = {anchor["subject"]: anchor["use"] for anchor in anchors}
+    assert uses.pop(tsa_root.subject.rfc4514_string()) == "time-stamping"
+    assert set(uses.values()) == {"signing"} and len(uses) == 2
+    # Verification trusts manifest signers up to the signing roots only, never up to an authority's root.
+    assert tsa_root.public_bytes(serialization.Encoding.DER) not in signing_trust_anchors()
+    assert len(signing_trust_anchors()) == 2
