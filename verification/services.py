@@ -179,9 +179,9 @@ def _verify(data: bytes, media: Media | None, token: str | None) -> Verification
     result = Verification(content_hash=content_hash_of_opened(data, media))
     provided = bool(token)
     found = _manifest(media)
-    manifest = None if token or not _is_ours(found) else found
+    manifest = None if token or found is None or found.token is None else found
     if manifest is not None:
-        token, result.token_source = manifest.provenance["token"], "c2pa"
+        token, result.token_source = manifest.token, "c2pa"
     else:
         token, result.token_source = _token(media, token)
     mark_id = None
@@ -282,17 +282,11 @@ def _manifest(media: Media | None) -> ReadManifest | None:
         return None
 
 
-def _is_ours(manifest: ReadManifest | None) -> bool:
-    """Whether the manifest is one of ours: it holds a provenance token."""
-    provenance = manifest.provenance if manifest is not None else None
-    return bool(provenance) and isinstance(provenance.get("token"), str)
-
-
 def _manifest_report(data: bytes, manifest: ReadManifest, record: Record | None) -> ManifestReport:
     """Every check of the manifest; the post-quantum key is the record's generator's key of the signature's kid."""
 
     def pq_verify(kid: str | None, message: bytes, signature: bytes) -> bool | None:
-        if record is None or not _is_ours(manifest):
+        if record is None or manifest.token is None:
             return None
         key = record.key if kid == record.key.kid else key_by_kid(generator_id=record.generator_id, kid=kid or "")
         return key is not None and crypto.verify(bytes(key.public_key), message, signature)

@@ -137,8 +137,7 @@ def _our_manifest(data: bytes) -> ReadManifest | None:
         manifest = read_manifest(data)
     except CodecError:
         return None
-    provenance = manifest.provenance if manifest is not None else None
-    return manifest if provenance and isinstance(provenance.get("token"), str) else None
+    return manifest if manifest is not None and manifest.token is not None else None
 
 
 def _check_manifest(data: bytes, manifest: ReadManifest, record: dict[str, Any], keys: PinnedKeys) -> Check:

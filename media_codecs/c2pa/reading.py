@@ -105,6 +105,12 @@ class ReadManifest:
         return value if isinstance(value, dict) else None
 
     @property
+    def token(self) -> str | None:
+        """Our provenance token, when the manifest is one of ours (its provenance assertion holds one)."""
+        token = self.provenance.get("token") if self.provenance else None
+        return token if isinstance(token, str) else None
+
+    @property
     def soft_binding(self) -> dict | None:
         value = self.assertions.get(SOFT_BINDING_LABEL)
         return value if isinstance(value, dict) else None
