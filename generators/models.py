@@ -70,8 +70,12 @@ class GeneratorKey(models.Model):
     kid = models.CharField(max_length=64)
     algorithm = models.CharField(max_length=20, default="ml-dsa-65")
     public_key = models.BinaryField()
-    # Server-managed only: the 32-byte ML-DSA seed sealed with AES-256-GCM (core/sealing.py).
+    # Server-managed only: the 32-byte ML-DSA seed sealed with AES-256-GCM (core/sealing.py) when
+    # `key_backend` is `sealed`; else the key lives in that backend (a PKCS#11 token, a cloud KMS) and
+    # `key_reference` finds it there (signer/backends/).
     encrypted_private_key = models.BinaryField(null=True, blank=True, editable=False)
+    key_backend = models.CharField(max_length=20, default="sealed", editable=False)
+    key_reference = models.CharField(max_length=512, blank=True, default="", editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     retired_at = models.DateTimeField(null=True, blank=True)
 
@@ -145,6 +149,9 @@ class GeneratorCertificate(models.Model):
     es256_issuer = models.ForeignKey(CertificateAuthority, null=True, blank=True, on_delete=models.PROTECT,
                                      related_name="+")
     encrypted_es256_private_key = models.BinaryField(null=True, blank=True, editable=False)
+    # Where the ES256 key lives: `sealed` (the column above) or a signer backend and its reference there.
+    es256_key_backend = models.CharField(max_length=20, default="sealed", editable=False)
+    es256_key_reference = models.CharField(max_length=512, blank=True, default="", editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
