@@ -161,6 +161,12 @@ TSA_ROOTS_FILE = env_str("TSA_ROOTS_FILE", "")
 # workers authenticate each other's frames with (derived from SECRET_KEY when unset).
 SIGNER_SOCKET = env_str("SIGNER_SOCKET", "")
 SIGNER_SECRET = env_str("SIGNER_SECRET", "")
+# Read by the signer service only (signer/backends/): where new generator keys are made (`sealed`, `pkcs11`,
+# `aws-kms`, `gcp-kms`), and each backend's configuration (docs/key-backends.md).
+SIGNER_KEY_BACKEND = env_str("SIGNER_KEY_BACKEND", "sealed")
+SIGNER_PKCS11_MODULE = env_str("SIGNER_PKCS11_MODULE", "")
+SIGNER_PKCS11_TOKEN = env_str("SIGNER_PKCS11_TOKEN", "")
+SIGNER_PKCS11_PIN = env_str("SIGNER_PKCS11_PIN", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

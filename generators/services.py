@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from accounts.models import Organization
 from audit.services import audit_write
-from core.errors import KeyUnavailable, NotFound, ValidationFailed
+from core.errors import RETRY_AFTER_UNAVAILABLE, KeyUnavailable, NotFound, ServiceUnavailable, ValidationFailed
 from core.keyring import private_key_sealing_ring
 from core.sealing import SealedBlobError, seal, sealed_key_id, unseal
+from core.signer_client import SignerRefused, signer_call, signer_configured
 from generators.models import Generator, GeneratorKey
 from media_codecs import FAMILIES
 from record_format import crypto
@@ -85,7 +86,7 @@ def generator_rotate_key(*, generator: Generator, public_key: SuppliedPublicKey 
         if public_key and GeneratorKey.objects.filter(generator=locked, kid=public_key.kid).exists():
             raise ValidationFailed(details={"public_key": [f"kid {public_key.kid!r} was already used."]})
         GeneratorKey.objects.filter(pk=old.pk).update(retired_at=timezone.now())
-        key = _add_key(locked, public_key)
+        key = _add_key(locked, public_key, backend=old.key_backend if locked.is_server_managed else "")
         data = {"generator_id": str(locked.pk), "kid": key.kid, "previous_kid": old.kid}
         audit_write(org=locked.org, type="key_created", metadata=data)
         event_emit(org=locked.org, kind="generator.key_rotated", data=data)
@@ -138,14 +139,66 @@ def decode_public_key(*, kid: str | None, algorithm: str, key_b64: str) -> Suppl
     return SuppliedPublicKey(kid=kid or crypto.key_id(raw), algorithm=algorithm, key=raw)
 
 
-def _add_key(generator: Generator, public_key: SuppliedPublicKey | None) -> GeneratorKey:
-    if public_key is not None:
-        return GeneratorKey.objects.create(generator=generator, kid=public_key.kid, public_key=public_key.key)
+@dataclass(frozen=True)
+class KeyMaterial:
+    """A new server-managed key as its row stores it: sealed here (`sealed` holds the blob) or made inside
+    a signer backend (`reference` finds it there). Never the private key itself."""
+
+    kid: str
+    public_key: bytes
+    sealed: bytes | None
+    backend: str
+    reference: str
+
+    def as_result(self) -> dict:
+        return {"kid": self.kid, "public_key": self.public_key, "sealed": self.sealed or b"",
+                "backend": self.backend, "reference": self.reference}
+
+    @classmethod
+    def from_result(cls, result: dict) -> "KeyMaterial":
+        try:
+            public_key, kid = bytes(result["public_key"]), str(result["kid"])
+            material = cls(kid=kid, public_key=public_key, sealed=bytes(result["sealed"]) or None,
+                           backend=str(result["backend"]), reference=str(result["reference"]))
+        except (KeyError, TypeError, ValueError):
+            raise ServiceUnavailable("The signing service answered a key request without a key.") from None
+        if not crypto.is_valid_public_key(public_key) or crypto.key_id(public_key) != kid:
+            raise ServiceUnavailable("The signing service answered a key request with a key that does not check.")
+        return material
+
+
+def sealed_key_material(generator_id: uuid.UUID) -> KeyMaterial:
+    """A fresh ML-DSA-65 key pair, its seed sealed under the newest KEY_ENCRYPTION_KEY id and bound to the
+    generator and kid. Only where the keys are held: the signer service, or this process without one."""
     seed, raw_public = crypto.generate_keypair()
     kid = crypto.key_id(raw_public)
-    sealed = _seal(seed, generator.pk, kid)
-    return GeneratorKey.objects.create(generator=generator, kid=kid, public_key=raw_public,
-                                       encrypted_private_key=sealed)
+    return KeyMaterial(kid=kid, public_key=raw_public, sealed=_seal(seed, generator_id, kid), backend="sealed",
+                       reference="")
+
+
+def _add_key(generator: Generator, public_key: SuppliedPublicKey | None, *, backend: str = "") -> GeneratorKey:
+    if public_key is not None:
+        return GeneratorKey.objects.create(generator=generator, kid=public_key.kid, public_key=public_key.key)
+    material = _new_key_material(generator, backend)
+    return GeneratorKey.objects.create(generator=generator, kid=material.kid, public_key=material.public_key,
+                                       encrypted_private_key=material.sealed, key_backend=material.backend,
+                                       key_reference=material.reference)
+
+
+def _new_key_material(generator: Generator, backend: str) -> KeyMaterial:
+    # With a signer service the key is made there (this process cannot seal: it has no KEY_ENCRYPTION_KEY);
+    # `backend` empty means the signer's default, else the backend the generator's keys already live in.
+    if signer_configured():
+        try:
+            answer = signer_call("generate-key", org_id=str(generator.org_id), generator_id=str(generator.pk),
+                                 args={"backend": backend})
+        except SignerRefused as refused:
+            raise ServiceUnavailable(f"The signing service could not make a key: {refused.detail}.",
+                                     headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)}) from None
+        return KeyMaterial.from_result(answer)
+    if backend not in ("", "sealed"):
+        raise ServiceUnavailable(f"Keys in the {backend} backend are made by the signer service; none is configured.")
+    return sealed_key_material(generator.pk)
 
 
 def _seal(seed: bytes, generator_id: uuid.UUID, kid: str) -> bytes:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.db import close_old_connections
 
-from signer import protocol
+from core import signer_protocol as protocol
 from signer.service import request_sign
 
 logger = logging.getLogger("signer")

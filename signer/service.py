@@ -1,6 +1,10 @@
 """What the signer service does with an authenticated request: policy first, then the key, then the
 signature, logged (what, for whom, the message's SHA-256) and never the key or the message.
 
+Operations other than `sign` (core/signer_protocol.OPERATIONS) are handlers in OPERATIONS: making a
+generator's key here (`generate-key`), and those apps above register at start (`register_operation`), so
+that the code that needs a key's work sits with its app and the key stays here.
+
 Policy: the generator exists and belongs to the organization the request names, is active and
 server-managed; the key is the generator's current key with that kid; the algorithm is the one the
 purpose takes (records and countersignatures ML-DSA-65; a C2PA claim ML-DSA-65, or ES256 for a hybrid
@@ -12,6 +16,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -20,12 +25,14 @@ from django.conf import settings
 from django.core.cache import cache
 
 from core.errors import KeyUnavailable
+from core.signer_client import SignerRefused
+from core.signer_protocol import WINDOW_SECONDS, SignRequest, SignResponse
 from generators.certificates import generator_es256_signing_key
 from generators.models import Generator, GeneratorKey
-from generators.services import generator_signing_seed
+from generators.services import KeyMaterial, generator_signing_seed, sealed_key_material
 from record_format import crypto
-from signer.client import SignerRefused
-from signer.protocol import WINDOW_SECONDS, SignRequest, SignResponse
+from signer.backends.base import BackendError
+from signer.backends.registry import backend_named, default_backend_name
 
 logger = logging.getLogger("signer")
 
@@ -33,11 +40,32 @@ _ALGORITHMS = {"record": ("ml-dsa-65",), "c2pa-countersignature": ("ml-dsa-65",)
                "c2pa-claim": ("ml-dsa-65", "es256")}
 
 
+Handler = Callable[[SignRequest], SignResponse]
+
+
 def request_sign(request: SignRequest) -> SignResponse:
-    """The signature the request asks for, or the reason it is refused."""
+    """What the request asks for (a signature, or an operation's result), or the reason it is refused."""
     if not _first_sight(request.request_id):
         return _refused(request, "replayed", "this request was already answered")
-    return _policy_and_sign(request)
+    handler = _OPERATIONS.get(request.op)
+    if handler is None:
+        return _refused(request, "bad_request", f"this signer does not do {request.op!r}")
+    return handler(request)
+
+
+def register_operation(op: str, handler: Handler) -> None:
+    """Let `handler` answer operation `op` (one of signer_protocol.OPERATIONS); an app's ready() calls it."""
+    _OPERATIONS[op] = handler
+
+
+def result(request: SignRequest, values: dict) -> SignResponse:
+    """An operation's successful answer."""
+    return SignResponse(request.request_id, result=values)
+
+
+def refused(request: SignRequest, error: str, detail: str) -> SignResponse:
+    """An operation's refusal (error one of signer_protocol.ERRORS), logged."""
+    return _refused(request, error, detail)
 
 
 class _RecentIds:
@@ -112,10 +140,51 @@ def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) ->
 
 def _sign(key: GeneratorKey, request: SignRequest) -> bytes:
     if request.algorithm == "ml-dsa-65":
+        if key.key_backend != "sealed":
+            return _backend_signature(key.key_backend, key.key_reference, request)
         return crypto.sign(generator_signing_seed(key), request.message)
     private_key = generator_es256_signing_key(key)
     r, s = decode_dss_signature(private_key.sign(request.message, ec.ECDSA(hashes.SHA256())))
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # COSE's r || s
+
+
+def _backend_signature(backend: str, reference: str, request: SignRequest) -> bytes:
+    try:
+        return backend_named(backend).sign(reference, request.algorithm, request.message)
+    except BackendError as error:
+        logger.error("backend %s could not sign for generator %s: %s", backend, request.generator_id, error)
+        raise KeyUnavailable() from None
+
+
+def _generate_key(request: SignRequest) -> SignResponse:
+    """A new ML-DSA-65 key for generator `generator_id`, made here: sealed, or inside the backend the request
+    names (a rotation keeps the generator's), else the deployment's. The generator's row may not be committed
+    yet (registration makes both in one transaction), so nothing is checked of it: the key signs nothing
+    until a GeneratorKey row of an active server-managed generator holds it, and `sign` checks that."""
+    generator_id = _uuid(request.generator_id)
+    if generator_id is None:
+        return _refused(request, "bad_request", "generator_id is not a UUID")
+    backend = str(request.args.get("backend") or default_backend_name())
+    try:
+        material = _key_material(generator_id, backend)
+    except BackendError as error:
+        logger.error("backend %s could not make a key for generator %s: %s", backend, generator_id, error)
+        return _refused(request, "unavailable", f"the {backend} backend could not make a key")
+    except KeyError:
+        return _refused(request, "bad_request", f"no key backend {backend!r} is configured here")
+    logger.info("made key %s for generator %s in %s", material.kid, generator_id, material.backend)
+    return result(request, material.as_result())
+
+
+def _key_material(generator_id: uuid.UUID, backend: str) -> KeyMaterial:
+    if backend == "sealed":
+        return sealed_key_material(generator_id)
+    made = backend_named(backend).generate("ml-dsa-65", f"generator {generator_id}")
+    return KeyMaterial(kid=crypto.key_id(made.public_key), public_key=made.public_key, sealed=None,
+                       backend=backend, reference=made.reference)
+
+
+_OPERATIONS: dict[str, Handler] = {"sign": lambda request: _policy_and_sign(request), "generate-key": _generate_key}
 
 
 def _refused(request: SignRequest, error: str, detail: str) -> SignResponse:

@@ -7,11 +7,11 @@ its refusals come back as the API's errors.
 
 from django.conf import settings
 
+from core import signer_client as client
 from core.errors import Forbidden, KeyUnavailable, NotFound, ServiceUnavailable
-from core.keyring import signer_secret
+from core.signer_protocol import SignRequest
 from generators.models import GeneratorKey
-from signer import client, service
-from signer.protocol import SignRequest
+from signer import service
 
 _REFUSALS = {"forbidden": Forbidden, "revoked": Forbidden, "not_found": NotFound, "unavailable": KeyUnavailable}
 
@@ -23,7 +23,7 @@ def signature_of(*, key: GeneratorKey, org_id: str, purpose: str, algorithm: str
               "purpose": purpose, "message": message}
     try:
         if settings.SIGNER_SOCKET:
-            return client.signature_request(path=settings.SIGNER_SOCKET, secret=signer_secret(), **fields)
+            return client.signature_request(**fields)
         return service.signature_in_process(SignRequest.new(now_ms=0, **fields), key)
     except client.SignerRefused as refused:
         raise _REFUSALS.get(refused.error, ServiceUnavailable)(f"The signing service refused: {refused.detail}.") \

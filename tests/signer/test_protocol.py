@@ -7,8 +7,8 @@ import threading
 import cbor2
 import pytest
 
-from signer import protocol
-from signer.protocol import ProtocolError, SignRequest, SignResponse
+from core import signer_protocol as protocol
+from core.signer_protocol import ProtocolError, SignRequest, SignResponse
 from tests.purity import assert_imports_without_django
 
 SECRET = b"s" * 32
@@ -99,4 +99,35 @@ def test_frames_are_bounded_before_they_are_read():
 
 
 def test_the_protocol_needs_no_django():
-    assert_imports_without_django(["signer.protocol"])
+    assert_imports_without_django(["core.signer_protocol"])
+
+
+def test_an_operation_its_arguments_and_its_result_round_trip():
+    request = _request(op="generate-key", args={"backend": "sealed", "n": 3, "flag": True, "raw": b"\x00"})
+    opened = protocol.open_request(protocol.seal_request(request, SECRET), SECRET, now_ms=NOW)
+    assert (opened.op, opened.args) == ("generate-key", {"backend": "sealed", "n": 3, "flag": True, "raw": b"\x00"})
+    answer = protocol.seal_response(SignResponse(request.request_id, result={"kid": "k", "public_key": b"pk"}), SECRET)
+    opened_answer = protocol.open_response(answer, SECRET, request_id=request.request_id)
+    assert opened_answer.result == {"kid": "k", "public_key": b"pk"} and opened_answer.ok
+
+
+@pytest.mark.parametrize("args", [{"nested": {"a": 1}}, {f"k{i}": i for i in range(17)}, {"x" * 65: 1},
+                                  {"list": [1, 2]}])
+def test_arguments_beyond_short_flat_values_are_refused(args):
+    with pytest.raises(ProtocolError, match="args"):
+        protocol.seal_request(_request(op="generate-key", args=args), SECRET)
+
+
+def test_an_unknown_operation_is_refused_before_anything_is_done():
+    sealed = protocol.seal_request(_request(op="unseal-everything"), SECRET)
+    with pytest.raises(ProtocolError, match="unknown operation"):
+        protocol.open_request(sealed, SECRET, now_ms=NOW)
+
+
+def test_a_request_of_the_first_protocol_version_is_refused():
+    request = _request()
+    body = cbor2.dumps({"v": 1, "id": request.request_id, "t": NOW, "org": "o", "gen": "g", "kid": "k",
+                        "alg": "ml-dsa-65", "for": "record", "msg": b"m"}, canonical=True)
+    mac = protocol.hmac.new(SECRET, b"svc-signer request v1\x00" + body, protocol.hashlib.sha256).digest()
+    with pytest.raises(ProtocolError, match="version"):
+        protocol.open_request(cbor2.dumps([body, mac], canonical=True), SECRET, now_ms=NOW)

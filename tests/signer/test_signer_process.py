@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from dilithium_py.ml_dsa import ML_DSA_65
 
+from core import signer_protocol as protocol
 from core.errors import ServiceUnavailable
 from core.hkdf import derive_key
-from signer import protocol
-from signer.client import SignerRefused, signature_request
+from core.signer_client import SignerRefused, signature_request
 from tests.waiting import wait_for_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,3 +134,21 @@ def test_readyz_sees_the_running_signer(signer, client, settings):
     settings.SIGNER_SOCKET = signer["path"]
     response = client.get("/readyz")
     assert response.status_code == 200 and response.json()["checks"]["signer"] == {"status": "ok"}
+
+
+def test_the_signer_makes_a_generator_key_sealed_under_its_own_key(signer):
+    from core.signer_client import signer_call
+    from record_format import crypto
+
+    generator_id = "5b0c2a52-8f0e-4a4e-9d0c-000000000001"  # not committed anywhere yet, as at registration
+    made = signer_call("generate-key", org_id=signer["org"], generator_id=generator_id, path=signer["path"],
+                       secret=signer["secret"], args={"backend": ""})
+    assert made["backend"] == "sealed" and made["reference"] == ""
+    assert crypto.is_valid_public_key(made["public_key"]) and made["kid"] == crypto.key_id(made["public_key"])
+    assert len(made["sealed"]) > 32 and made["public_key"] not in made["sealed"]
+    for args, generator, error in (({"backend": "no-such-backend"}, generator_id, "bad_request"),
+                                   ({}, "not-a-uuid", "bad_request")):
+        with pytest.raises(SignerRefused) as refused:
+            signer_call("generate-key", org_id=signer["org"], generator_id=generator, path=signer["path"],
+                        secret=signer["secret"], args=args)
+        assert refused.value.error == error

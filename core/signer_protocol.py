@@ -1,5 +1,11 @@
 """The signer service's wire protocol: what a web or task worker sends the process that holds the keys,
-and what comes back. Pure: no Django, no sockets beyond the frame helpers.
+and what comes back. Pure: no Django, no sockets beyond the frame helpers. It lives in core so that every
+app that needs a key's work done (generators making keys, provenance signing records, the transparency log
+signing checkpoints) can ask, while the signer app that answers sits above generators.
+
+A request names an operation (`op`): `sign` (the message, with a purpose and an algorithm) or one of the
+other OPERATIONS (making a key, issuing certificates), whose inputs travel in `args` and whose outputs come
+back in `result`: maps of short text keys to text, bytes, integers or booleans.
 
 A frame is a 4-byte big-endian length and that many bytes of canonical CBOR, at most MAX_FRAME_BYTES.
 Both directions are authenticated with HMAC-SHA256 under the deployment's signer secret, each with its
@@ -17,16 +23,18 @@ import hmac
 import os
 import socket
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cbor2
 
-VERSION = 1
+VERSION = 2  # 2: operations beside signing (`op`, `args`, `result`)
 MAX_FRAME_BYTES = 1024 * 1024  # a C2PA claim is tens of KB; records and checkpoints far less
 WINDOW_SECONDS = 30
 REQUEST_ID_BYTES = 16
 PURPOSES = ("record", "c2pa-claim", "c2pa-countersignature", "checkpoint")
-ALGORITHMS = ("ml-dsa-65", "es256")
+ALGORITHMS = ("ml-dsa-65", "es256", "ed25519")
+OPERATIONS = ("sign", "generate-key", "issue-certificates", "ensure-authorities", "seal-secret")
+MAX_ARGS = 16
 ERRORS = ("bad_request", "forbidden", "not_found", "revoked", "refused", "unavailable", "replayed")
 _REQUEST_LABEL, _RESPONSE_LABEL = b"svc-signer request v1\x00", b"svc-signer response v1\x00"
 _LENGTH = struct.Struct(">I")
@@ -40,7 +48,8 @@ class ProtocolError(ValueError):
 
 @dataclass(frozen=True)
 class SignRequest:
-    """Sign `message` with the key `kid` of `generator_id`, for `purpose`, on behalf of `org_id`."""
+    """Do `op` on behalf of `org_id`: for `sign`, sign `message` with the key `kid` of `generator_id` for
+    `purpose`; other operations read what they need from `args` (and the fields that apply)."""
 
     org_id: str
     generator_id: str
@@ -50,11 +59,14 @@ class SignRequest:
     message: bytes
     request_id: bytes
     issued_at_ms: int
+    op: str = "sign"
+    args: dict = field(default_factory=dict)
 
     @classmethod
-    def new(cls, *, org_id: str, generator_id: str, kid: str, algorithm: str, purpose: str, message: bytes,
-            now_ms: int) -> SignRequest:
-        return cls(org_id, generator_id, kid, algorithm, purpose, message, os.urandom(REQUEST_ID_BYTES), now_ms)
+    def new(cls, *, org_id: str, generator_id: str, kid: str = "", algorithm: str = "", purpose: str = "",
+            message: bytes = b"", now_ms: int, op: str = "sign", args: dict | None = None) -> SignRequest:
+        return cls(org_id, generator_id, kid, algorithm, purpose, message, os.urandom(REQUEST_ID_BYTES), now_ms,
+                   op, dict(args or {}))
 
     @property
     def message_digest(self) -> str:
@@ -68,12 +80,17 @@ class SignResponse:
     signature: bytes | None = None
     error: str | None = None  # one of ERRORS when the signer did not sign
     detail: str = ""
+    result: dict | None = None  # what an operation other than `sign` answers
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 def seal_request(request: SignRequest, secret: bytes) -> bytes:
     fields = {"v": VERSION, "id": request.request_id, "t": request.issued_at_ms, "org": request.org_id,
               "gen": request.generator_id, "kid": request.kid, "alg": request.algorithm, "for": request.purpose,
-              "msg": request.message}
+              "msg": request.message, "op": request.op, "args": _checked_map(request.args, "args")}
     return _sealed(fields, _REQUEST_LABEL, secret)
 
 
@@ -81,12 +98,15 @@ def open_request(body: bytes, secret: bytes, *, now_ms: int) -> SignRequest:
     """The request a frame holds, once its MAC and time hold. Raises ProtocolError."""
     fields = _opened(body, _REQUEST_LABEL, secret)
     request = SignRequest(_text(fields, "org"), _text(fields, "gen"), _text(fields, "kid"), _text(fields, "alg"),
-                          _text(fields, "for"), _bytes(fields, "msg"), _bytes(fields, "id"), _int(fields, "t"))
+                          _text(fields, "for"), _bytes(fields, "msg"), _bytes(fields, "id"), _int(fields, "t"),
+                          _text(fields, "op"), _checked_map(fields.get("args"), "args"))
     if len(request.request_id) != REQUEST_ID_BYTES:
         raise ProtocolError("the request id is not 16 bytes")
     if abs(now_ms - request.issued_at_ms) > WINDOW_SECONDS * 1000:
         raise ProtocolError("the request is outside the time window (a replay, or clocks apart)")
-    if request.algorithm not in ALGORITHMS or request.purpose not in PURPOSES:
+    if request.op not in OPERATIONS:
+        raise ProtocolError("unknown operation")
+    if request.op == "sign" and (request.algorithm not in ALGORITHMS or request.purpose not in PURPOSES):
         raise ProtocolError("unknown algorithm or purpose")
     return request
 
@@ -95,6 +115,8 @@ def seal_response(response: SignResponse, secret: bytes) -> bytes:
     fields: dict = {"v": VERSION, "id": response.request_id}
     if response.signature is not None:
         fields["sig"] = response.signature
+    elif response.error is None:
+        fields["res"] = _checked_map(response.result or {}, "result")
     else:
         fields["err"], fields["detail"] = response.error or "bad_request", response.detail
     return _sealed(fields, _RESPONSE_LABEL, secret)
@@ -107,6 +129,8 @@ def open_response(body: bytes, secret: bytes, *, request_id: bytes) -> SignRespo
         raise ProtocolError("the answer is to another request")
     if "sig" in fields:
         return SignResponse(request_id, signature=_bytes(fields, "sig"))
+    if "res" in fields:
+        return SignResponse(request_id, result=_checked_map(fields["res"], "result"))
     error = _text(fields, "err")
     if error not in ERRORS:
         raise ProtocolError("unknown error code")
@@ -184,6 +208,16 @@ def _bytes(fields: dict, name: str) -> bytes:
     if not isinstance(value, bytes):
         raise ProtocolError(f"field {name!r} is not bytes")
     return value
+
+
+def _checked_map(value: object, name: str) -> dict:
+    """`args` or `result`: at most MAX_ARGS short text keys, each to text, bytes, an integer or a boolean."""
+    if not isinstance(value, dict) or len(value) > MAX_ARGS:
+        raise ProtocolError(f"{name} is not a map of at most {MAX_ARGS} entries")
+    for key, item in value.items():
+        if not isinstance(key, str) or len(key) > 64 or not isinstance(item, str | bytes | int | bool):
+            raise ProtocolError(f"{name} holds an entry that is not short text to text, bytes or a number")
+    return dict(value)
 
 
 def _int(fields: dict, name: str) -> int:

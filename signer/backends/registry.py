@@ -1,0 +1,61 @@
+"""The key backends this signer process is configured with, made once per process on first use.
+
+`sealed` is always there (keys sealed in the database under KEY_ENCRYPTION_KEY, unsealed here only); the
+others exist when their settings are set: SIGNER_PKCS11_MODULE (a PKCS#11 token), SIGNER_AWS_KMS_REGION
+(AWS KMS), SIGNER_GCP_KMS_KEY_RING (Google Cloud KMS). SIGNER_KEY_BACKEND names the one new keys are made in.
+"""
+
+import threading
+from collections.abc import Callable
+
+from django.conf import settings
+
+from signer.backends.base import KeyBackend
+
+SEALED = "sealed"
+
+_made: dict[str, KeyBackend] = {}
+_lock = threading.Lock()
+
+
+def default_backend_name() -> str:
+    """Where new generator keys are made unless the request names a backend (SIGNER_KEY_BACKEND)."""
+    return settings.SIGNER_KEY_BACKEND or SEALED
+
+
+def configured_backend_names() -> list[str]:
+    """`sealed` and each backend whose settings are set."""
+    return [SEALED, *(name for name, (configured, _) in _FACTORIES.items() if configured())]
+
+
+def backend_named(name: str) -> KeyBackend:
+    """The backend `name`, made on first use. Raises KeyError for one that is not configured here (and for
+    `sealed`, which is no KeyBackend: sealed keys are the database's, read by generators.services)."""
+    backend = _made.get(name)
+    if backend is not None:
+        return backend
+    configured, make = _FACTORIES[name]
+    if not configured():
+        raise KeyError(name)
+    with _lock:
+        if name not in _made:
+            _made[name] = make()
+        return _made[name]
+
+
+def close_backends() -> None:
+    with _lock:
+        for backend in _made.values():
+            backend.close()
+        _made.clear()
+
+
+def _pkcs11() -> KeyBackend:
+    from signer.backends.pkcs11 import Pkcs11Backend
+
+    return Pkcs11Backend(settings.SIGNER_PKCS11_MODULE, settings.SIGNER_PKCS11_TOKEN, settings.SIGNER_PKCS11_PIN)
+
+
+_FACTORIES: dict[str, tuple[Callable[[], bool], Callable[[], KeyBackend]]] = {
+    "pkcs11": (lambda: bool(settings.SIGNER_PKCS11_MODULE), _pkcs11),
+}
