@@ -110,11 +110,15 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver
 PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Separate secrets per purpose; each defaults to one derived from SECRET_KEY in development.
-# KEY_ENCRYPTION_KEY and TOKEN_SIGNING_KEY are key rings, "k2:<secret>,k1:<secret>": the first entry seals
-# or mints, every entry reads; a plain secret is the ring key `legacy` (core/secret_ring.py).
+# KEY_ENCRYPTION_KEY, SECRET_ENCRYPTION_KEY and TOKEN_SIGNING_KEY are key rings, "k2:<secret>,k1:<secret>":
+# the first entry seals or mints, every entry reads; a plain secret is the ring key `legacy` (core/secret_ring.py).
+# KEY_ENCRYPTION_KEY seals private keys; SECRET_ENCRYPTION_KEY seals the secrets the web process itself must
+# read (webhook signing secrets, a new secret's one showing) and falls back to KEY_ENCRYPTION_KEY when unset.
 KEY_ENCRYPTION_KEY = env_str("KEY_ENCRYPTION_KEY", "")
+SECRET_ENCRYPTION_KEY = env_str("SECRET_ENCRYPTION_KEY", "")
 TOKEN_SIGNING_KEY = env_str("TOKEN_SIGNING_KEY", "")
-for _read, _value in ((read_key_encryption_key, KEY_ENCRYPTION_KEY), (read_token_signing_key, TOKEN_SIGNING_KEY)):
+for _read, _value in ((read_key_encryption_key, KEY_ENCRYPTION_KEY), (read_key_encryption_key, SECRET_ENCRYPTION_KEY),
+                      (read_token_signing_key, TOKEN_SIGNING_KEY)):
     if _value:
         try:
             _read(_value)
@@ -123,12 +127,35 @@ for _read, _value in ((read_key_encryption_key, KEY_ENCRYPTION_KEY), (read_token
 # The transparency log's Ed25519 and ML-DSA-65 checkpoint keys are derived from LOG_SIGNING_KEY
 # (core/keyring.py); its public keys are published, so changing it changes the log's identity.
 LOG_SIGNING_KEY = env_str("LOG_SIGNING_KEY", "")
-_unset_secrets = [name for name, value in (("KEY_ENCRYPTION_KEY", KEY_ENCRYPTION_KEY),
-                                            ("TOKEN_SIGNING_KEY", TOKEN_SIGNING_KEY),
-                                            ("LOG_SIGNING_KEY", LOG_SIGNING_KEY)) if not value]
+# The signer service (`manage.py signer`): the Unix socket it listens on and the others connect to, and the
+# secret it and they authenticate each other's frames with (derived from SECRET_KEY when unset).
+# SIGNER_SERVICE=true marks the signer's own environment: it alone holds KEY_ENCRYPTION_KEY and
+# LOG_SIGNING_KEY. With DEBUG off and SIGNER_SOCKET set, any other process (web, sequencer, jobs) refuses to
+# start if it is given them: the code that faces the network never holds a key (docs/key-backends.md).
+SIGNER_SOCKET = env_str("SIGNER_SOCKET", "")
+SIGNER_SECRET = env_str("SIGNER_SECRET", "")
+SIGNER_SERVICE = env_bool("SIGNER_SERVICE", False)
+if not DEBUG and SIGNER_SOCKET and not SIGNER_SERVICE:
+    _held = [name for name, value in (("KEY_ENCRYPTION_KEY", KEY_ENCRYPTION_KEY), ("LOG_SIGNING_KEY", LOG_SIGNING_KEY))
+             if value]
+    if _held:
+        raise ImproperlyConfigured(f"Remove {' and '.join(_held)} from this process's environment: SIGNER_SOCKET is "
+                                   "set, so the signer service holds the keys and this process must not "
+                                   "(set SIGNER_SERVICE=true only in the signer's own environment)")
+    _required = [("SECRET_ENCRYPTION_KEY", SECRET_ENCRYPTION_KEY), ("TOKEN_SIGNING_KEY", TOKEN_SIGNING_KEY),
+                 ("SIGNER_SECRET", SIGNER_SECRET)]
+else:
+    _required = [("KEY_ENCRYPTION_KEY", KEY_ENCRYPTION_KEY), ("TOKEN_SIGNING_KEY", TOKEN_SIGNING_KEY),
+                 ("LOG_SIGNING_KEY", LOG_SIGNING_KEY)]
+    if SIGNER_SERVICE:
+        _required.append(("SIGNER_SECRET", SIGNER_SECRET))
+_unset_secrets = [name for name, value in _required if not value]
+# Whether an unset KEY_ENCRYPTION_KEY, SECRET_ENCRYPTION_KEY or LOG_SIGNING_KEY falls back to one derived from
+# SECRET_KEY (core/keyring.py): in development only, fixed here because test runners turn DEBUG off later.
+DEVELOPMENT_KEY_FALLBACK = DEBUG
 if not DEBUG and _unset_secrets:
-    # Each outlives SECRET_KEY rotations (sealed private keys, issued tokens, published log keys):
-    # production sets them.
+    # Each outlives SECRET_KEY rotations (sealed private keys, issued tokens, published log keys), and the
+    # signer's secret is shared by two processes: production sets them.
     raise ImproperlyConfigured(f"Set {' and '.join(_unset_secrets)}: DEBUG is off, so they may not fall back "
                                "to SECRET_KEY (for development, set DEBUG=true instead)")
 
@@ -157,10 +184,6 @@ TSA_TIMEOUT_SECONDS = env_float("TSA_TIMEOUT_SECONDS", 5.0)
 # PEM file of the root certificates the time-stamp authority chains to: verification checks stamps against
 # them, and GET /v1/c2pa/trust-anchors lists them beside the signing roots.
 TSA_ROOTS_FILE = env_str("TSA_ROOTS_FILE", "")
-# The signer service (`manage.py signer`): the Unix socket it listens on, and the secret it and the web
-# workers authenticate each other's frames with (derived from SECRET_KEY when unset).
-SIGNER_SOCKET = env_str("SIGNER_SOCKET", "")
-SIGNER_SECRET = env_str("SIGNER_SECRET", "")
 # Read by the signer service only (signer/backends/): where new generator keys are made (`sealed`, `pkcs11`,
 # `aws-kms`, `gcp-kms`), and each backend's configuration (docs/key-backends.md).
 SIGNER_KEY_BACKEND = env_str("SIGNER_KEY_BACKEND", "sealed")

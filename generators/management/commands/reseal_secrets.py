@@ -1,9 +1,12 @@
 """python manage.py reseal_secrets [--dry-run] [--batch-size N]
 
 Seals every generator private key (the ML-DSA seeds and the C2PA keys: the CA's, the ES256 ones, the
-uploaded ones) and every webhook signing secret again under the newest
-KEY_ENCRYPTION_KEY id, then counts what is still sealed under other ids: when that count is zero, the
-other ids can be removed from KEY_ENCRYPTION_KEY (docs/reliability.md, "Rotating the service's keys").
+uploaded ones) again under the newest KEY_ENCRYPTION_KEY id, and every webhook signing secret under the
+newest SECRET_ENCRYPTION_KEY id (KEY_ENCRYPTION_KEY's when it is unset), then counts what is still sealed
+under other ids: when that count is zero, the other ids can be removed from the ring
+(docs/reliability.md, "Rotating the service's keys"). A process that holds no KEY_ENCRYPTION_KEY (the web
+process beside a signer service) reseals the webhook secrets only; run it in the signer's environment for
+the private keys.
 
 Rows are read in batches (keyset order by primary key) and each one that needs it is resealed in its own
 short transaction with its row locked, so signing and deliveries carry on. Idempotent and resumable: a
@@ -19,8 +22,9 @@ from dataclasses import dataclass, field
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import QuerySet
 
-from core.keyring import key_encryption_ring
+from core.keyring import holds_private_keys, key_encryption_ring, secret_encryption_ring
 from core.sealing import SealedBlobError, sealed_key_id
+from core.secret_ring import RingEntry
 from generators.certificates import c2pa_secret_reseal
 from generators.models import CertificateAuthority, GeneratorCertificate, GeneratorKey, GeneratorUploadedCertificate
 from generators.services import generator_key_reseal
@@ -38,13 +42,17 @@ class SealedColumn:
     rows: Callable[[], QuerySet]
     column: str
     reseal: Callable[[object], bool]
+    ring_name: str = "KEY_ENCRYPTION_KEY"
+    ring: Callable[[], tuple[RingEntry, ...]] = key_encryption_ring
+    held: Callable[[], bool] = holds_private_keys
 
 
 SEALED_COLUMNS = (
     SealedColumn("generator private keys", lambda: GeneratorKey.objects.filter(encrypted_private_key__isnull=False),
                  "encrypted_private_key", lambda pk: generator_key_reseal(key_pk=pk)),
     SealedColumn("webhook secrets", lambda: WebhookEndpoint.objects.all(),
-                 "encrypted_secret", lambda pk: webhook_secret_reseal(endpoint_id=pk)),
+                 "encrypted_secret", lambda pk: webhook_secret_reseal(endpoint_id=pk),
+                 ring_name="SECRET_ENCRYPTION_KEY", ring=secret_encryption_ring, held=lambda: True),
     SealedColumn("C2PA CA keys", lambda: CertificateAuthority.objects.filter(encrypted_private_key__isnull=False),
                  "encrypted_private_key", lambda pk: c2pa_secret_reseal(model=CertificateAuthority, pk=pk)),
     SealedColumn("C2PA ES256 keys", lambda: GeneratorCertificate.objects.filter(
@@ -63,7 +71,8 @@ class Tally:
 
 
 class Command(BaseCommand):
-    help = "Seal every generator private key and webhook secret again under the newest KEY_ENCRYPTION_KEY id."
+    help = ("Seal every generator private key again under the newest KEY_ENCRYPTION_KEY id, and every webhook "
+            "secret under the newest SECRET_ENCRYPTION_KEY id.")
 
     def add_arguments(self, parser):
         parser.add_argument("--dry-run", action="store_true", help="count what would be resealed; write nothing")
@@ -72,12 +81,19 @@ class Command(BaseCommand):
     def handle(self, *args, dry_run: bool, batch_size: int, **options):
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
-        ring = key_encryption_ring()
-        newest, configured = ring[0].key_id, {entry.key_id for entry in ring}
-        self.stdout.write(f"KEY_ENCRYPTION_KEY: newest id {newest}; configured {', '.join(e.key_id for e in ring)}")
         verb = "would reseal" if dry_run else "resealed"
-        failures = 0
+        failures, rings_shown = 0, set()
         for sealed in SEALED_COLUMNS:
+            if not sealed.held():
+                self.stdout.write(f"{sealed.label}: skipped (this process holds no {sealed.ring_name}: run this "
+                                  "command in the signer service's environment for them)")
+                continue
+            ring = sealed.ring()
+            newest, configured = ring[0].key_id, {entry.key_id for entry in ring}
+            if sealed.ring_name not in rings_shown:
+                rings_shown.add(sealed.ring_name)
+                self.stdout.write(f"{sealed.ring_name}: newest id {newest}; configured "
+                                  f"{', '.join(e.key_id for e in ring)}")
             tally = _reseal_column(sealed, newest, configured, batch_size, dry_run)
             unreadable = sum(tally.unreadable.values())
             failures += unreadable
@@ -85,16 +101,24 @@ class Command(BaseCommand):
                               f"{unreadable} unreadable{_by_id(tally.unreadable)}")
             logger.info("reseal_secrets %s: %s %s, %s already under %s, %s unreadable", sealed.label, tally.resealed,
                         verb, tally.current, newest, unreadable)
-        self._report_remaining(newest)
+        self._report_remaining()
         if failures and not dry_run:
             raise CommandError(f"{failures} sealed secrets do not unseal with the configured keys and were left as "
-                               "they are: keep every id they name in KEY_ENCRYPTION_KEY (see the errors logged)")
+                               "they are: keep every id they name in their ring (see the errors logged)")
 
-    def _report_remaining(self, newest: str) -> None:
-        remaining = {sealed.label: _count_by_id(sealed, newest) for sealed in SEALED_COLUMNS}
+    def _report_remaining(self) -> None:
+        remaining, newest_ids = {}, {}
+        for sealed in SEALED_COLUMNS:
+            if not sealed.held():
+                continue
+            newest = sealed.ring()[0].key_id
+            newest_ids[sealed.ring_name] = newest
+            remaining[sealed.label] = _count_by_id(sealed, newest)
         total = sum(sum(counts.values()) for counts in remaining.values())
         if not total:
-            self.stdout.write(f"still under other ids: 0; every id but {newest} can be removed from KEY_ENCRYPTION_KEY")
+            removable = "; ".join(f"every id but {newest} can be removed from {name}" for name, newest in
+                                  newest_ids.items())
+            self.stdout.write(f"still under other ids: 0; {removable}")
             return
         parts = [f"{label}{_by_id(counts)}" for label, counts in remaining.items() if counts]
         self.stdout.write(f"still under other ids: {total} ({'; '.join(parts)})")
