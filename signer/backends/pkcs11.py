@@ -365,6 +365,8 @@ class Pkcs11Backend(KeyBackend):
                 return
             self._is_closed = True
             opened, self._opened = self._opened, []
+        while not self._idle.empty():
+            self._idle.get_nowait()
         for pooled in opened:
             with token_errors("session close"):
                 pooled.session.close()
@@ -395,9 +397,12 @@ class Pkcs11Backend(KeyBackend):
             with self._module.call_gate:
                 yield pooled
         finally:
-            self._idle.put(pooled)
+            if not self._is_closed:
+                self._idle.put(pooled)
 
     def _take_session(self) -> _PooledSession:
+        if self._is_closed:
+            raise BackendError("the PKCS#11 backend is closed")
         try:
             return self._idle.get_nowait()
         except queue.Empty:
@@ -443,7 +448,7 @@ class Pkcs11Backend(KeyBackend):
 
 
 def _key_id(reference: str) -> bytes:
-    if not re.fullmatch(r"[0-9a-f]{%d}" % (2 * KEY_ID_BYTES), reference):
+    if len(reference) != 2 * KEY_ID_BYTES or not re.fullmatch("[0-9a-f]+", reference):
         raise BackendError("a PKCS#11 key reference is 32 lowercase hex characters")
     return bytes.fromhex(reference)
 
