@@ -29,13 +29,7 @@ from typing import Any
 
 import pkcs11
 from pkcs11 import Attribute, KeyType, Mechanism, MechanismFlag, ObjectClass
-from pkcs11.exceptions import (
-    MultipleObjectsReturned,
-    MultipleTokensReturned,
-    NoSuchKey,
-    NoSuchToken,
-    PKCS11Error,
-)
+from pkcs11.exceptions import MultipleObjectsReturned, MultipleTokensReturned, NoSuchKey, NoSuchToken, PKCS11Error
 
 from signer.backends.base import ALGORITHMS, BackendError, KeyBackend, NewKey, UnsupportedAlgorithm
 
@@ -57,15 +51,6 @@ CKP_ML_DSA_65 = 0x00000002
 CKF_OS_LOCKING_OK = 0x00000002
 CKR_OK = 0x00000000
 CKR_CANT_LOCK = 0x0000000A
-
-MECHANISM_NAMES = {
-    CKM_EC_KEY_PAIR_GEN: "CKM_EC_KEY_PAIR_GEN",
-    CKM_ECDSA: "CKM_ECDSA",
-    CKM_EC_EDWARDS_KEY_PAIR_GEN: "CKM_EC_EDWARDS_KEY_PAIR_GEN",
-    CKM_EDDSA: "CKM_EDDSA",
-    CKM_ML_DSA_KEY_PAIR_GEN: "CKM_ML_DSA_KEY_PAIR_GEN",
-    CKM_ML_DSA: "CKM_ML_DSA",
-}
 
 # CKA_EC_PARAMS: the DER OID of the curve. prime256v1 is 1.2.840.10045.3.1.7; Ed25519 is id-Ed25519
 # 1.3.101.112 (RFC 8410), which SoftHSM 2.6.1 accepts (its other form, the printable string
@@ -90,25 +75,12 @@ class KeyRecipe:
 
 
 RECIPES = {
-    "es256": KeyRecipe(
-        CKK_EC, CKM_EC_KEY_PAIR_GEN, CKM_ECDSA, {Attribute.EC_PARAMS: P256_PARAMS}, Attribute.EC_POINT, 65
-    ),
-    "ed25519": KeyRecipe(
-        CKK_EC_EDWARDS,
-        CKM_EC_EDWARDS_KEY_PAIR_GEN,
-        CKM_EDDSA,
-        {Attribute.EC_PARAMS: ED25519_PARAMS},
-        Attribute.EC_POINT,
-        32,
-    ),
-    "ml-dsa-65": KeyRecipe(
-        CKK_ML_DSA,
-        CKM_ML_DSA_KEY_PAIR_GEN,
-        CKM_ML_DSA,
-        {CKA_PARAMETER_SET: CKP_ML_DSA_65},
-        Attribute.VALUE,
-        1952,
-    ),
+    "es256": KeyRecipe(CKK_EC, CKM_EC_KEY_PAIR_GEN, CKM_ECDSA, {Attribute.EC_PARAMS: P256_PARAMS},
+                       Attribute.EC_POINT, 65),
+    "ed25519": KeyRecipe(CKK_EC_EDWARDS, CKM_EC_EDWARDS_KEY_PAIR_GEN, CKM_EDDSA, {Attribute.EC_PARAMS: ED25519_PARAMS},
+                         Attribute.EC_POINT, 32),
+    "ml-dsa-65": KeyRecipe(CKK_ML_DSA, CKM_ML_DSA_KEY_PAIR_GEN, CKM_ML_DSA, {CKA_PARAMETER_SET: CKP_ML_DSA_65},
+                           Attribute.VALUE, 1952),
 }
 
 
@@ -177,14 +149,8 @@ class _CK_VERSION(ctypes.Structure):
 
 
 class _CK_C_INITIALIZE_ARGS(ctypes.Structure):
-    _fields_ = [
-        ("CreateMutex", ctypes.c_void_p),
-        ("DestroyMutex", ctypes.c_void_p),
-        ("LockMutex", ctypes.c_void_p),
-        ("UnlockMutex", ctypes.c_void_p),
-        ("flags", ctypes.c_ulong),
-        ("pReserved", ctypes.c_void_p),
-    ]
+    _fields_ = [(name, ctypes.c_void_p) for name in ("CreateMutex", "DestroyMutex", "LockMutex", "UnlockMutex")]
+    _fields_ += [("flags", ctypes.c_ulong), ("pReserved", ctypes.c_void_p)]
 
 
 _CK_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_ulong, ctypes.c_void_p)
@@ -231,7 +197,8 @@ _modules_lock = threading.Lock()
 
 
 def _module(module_path: str) -> _Module:
-    """The module loaded and initialized once per process (PKCS#11 allows one C_Initialize)."""
+    """The module loaded and initialized once per process (PKCS#11 allows one C_Initialize). The backend
+    must be the first in the process to load it: re-initializing would end other users' sessions."""
     with _modules_lock:
         if module_path not in _modules:
             try:
@@ -255,8 +222,11 @@ _logins: dict[tuple[str, str], _Login] = {}
 _logins_lock = threading.Lock()
 
 
+_PIN_DIGEST_KEY = secrets.token_bytes(32)  # per process: the digest is no offline guess of the PIN
+
+
 def _pin_digest(pin: str) -> bytes:
-    return hashlib.sha256(pin.encode()).digest()
+    return hmac.new(_PIN_DIGEST_KEY, pin.encode(), hashlib.sha256).digest()
 
 
 def _login(module_path: str, token: Any, pin: str) -> None:
@@ -271,6 +241,8 @@ def _login(module_path: str, token: Any, pin: str) -> None:
             login.users += 1
             return
         with token_errors("login"):
+            # On a refused PIN python-pkcs11 leaves the session it opened for C_Login open (it has no
+            # C_CloseAllSessions to call); one session per failed start.
             session = token.open(rw=True, user_pin=pin)
         _logins[key] = _Login(session, _pin_digest(pin), 1)
 
@@ -307,13 +279,13 @@ class Pkcs11Backend(KeyBackend):
                 self._token = self._module.library.get_token(token_label=token_label)
             except (NoSuchToken, MultipleTokensReturned):
                 raise BackendError(f"no single PKCS#11 token labelled {token_label!r}") from None
-        _login(module_path, self._token, pin)
+        self._mechanisms = self._token_mechanisms()  # for sign(): a token's mechanisms do not change
         self._idle: queue.LifoQueue[_PooledSession] = queue.LifoQueue()
         self._opened: list[_PooledSession] = []
         self._pool_lock = threading.Lock()
         self._pool_size = sessions
         self._is_closed = False
-        self._mechanisms = self._token_mechanisms()
+        _login(module_path, self._token, pin)
 
     def algorithms(self) -> frozenset[str]:
         mechanisms = self._token_mechanisms()
@@ -381,7 +353,7 @@ class Pkcs11Backend(KeyBackend):
             raise UnsupportedAlgorithm(f"unknown algorithm {algorithm!r}")
         recipe = RECIPES[algorithm]
         needed = [recipe.generate_mechanism, recipe.sign_mechanism] if needs_generation else [recipe.sign_mechanism]
-        missing = [MECHANISM_NAMES[mechanism] for mechanism in needed if mechanism not in mechanisms]
+        missing = ["CKM_" + Mechanism(mechanism).name for mechanism in needed if mechanism not in mechanisms]
         if missing:
             raise UnsupportedAlgorithm(
                 f"token {self._token.label!r} does not offer {', '.join(missing)} (needed for {algorithm})"
