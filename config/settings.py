@@ -144,11 +144,12 @@ if not DEBUG and SIGNER_SOCKET and not SIGNER_SERVICE:
                                    "(set SIGNER_SERVICE=true only in the signer's own environment)")
     _required = [("SECRET_ENCRYPTION_KEY", SECRET_ENCRYPTION_KEY), ("TOKEN_SIGNING_KEY", TOKEN_SIGNING_KEY),
                  ("SIGNER_SECRET", SIGNER_SECRET)]
+elif SIGNER_SERVICE:  # mints no tokens, reads no webhook secrets: holds the keys and the secret it answers with
+    _required = [("KEY_ENCRYPTION_KEY", KEY_ENCRYPTION_KEY), ("LOG_SIGNING_KEY", LOG_SIGNING_KEY),
+                 ("SIGNER_SECRET", SIGNER_SECRET)]
 else:
     _required = [("KEY_ENCRYPTION_KEY", KEY_ENCRYPTION_KEY), ("TOKEN_SIGNING_KEY", TOKEN_SIGNING_KEY),
                  ("LOG_SIGNING_KEY", LOG_SIGNING_KEY)]
-    if SIGNER_SERVICE:
-        _required.append(("SIGNER_SECRET", SIGNER_SECRET))
 _unset_secrets = [name for name, value in _required if not value]
 # Whether an unset KEY_ENCRYPTION_KEY, SECRET_ENCRYPTION_KEY or LOG_SIGNING_KEY falls back to one derived from
 # SECRET_KEY (core/keyring.py): in development only, fixed here because test runners turn DEBUG off later.
@@ -190,6 +191,11 @@ SIGNER_KEY_BACKEND = env_str("SIGNER_KEY_BACKEND", "sealed")
 SIGNER_PKCS11_MODULE = env_str("SIGNER_PKCS11_MODULE", "")
 SIGNER_PKCS11_TOKEN = env_str("SIGNER_PKCS11_TOKEN", "")
 SIGNER_PKCS11_PIN = env_str("SIGNER_PKCS11_PIN", "")
+SIGNER_AWS_KMS_REGION = env_str("SIGNER_AWS_KMS_REGION", "")  # credentials: AWS_ACCESS_KEY_ID and the rest
+SIGNER_AWS_KMS_ENDPOINT = env_str("SIGNER_AWS_KMS_ENDPOINT", "")  # a VPC endpoint, else the region's
+SIGNER_GCP_KMS_KEY_RING = env_str("SIGNER_GCP_KMS_KEY_RING", "")  # projects/P/locations/L/keyRings/R
+SIGNER_GCP_KMS_TOKEN_FILE = env_str("SIGNER_GCP_KMS_TOKEN_FILE", "")  # else the metadata server's token
+SIGNER_GCP_KMS_ENDPOINT = env_str("SIGNER_GCP_KMS_ENDPOINT", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -5,6 +5,7 @@ others exist when their settings are set: SIGNER_PKCS11_MODULE (a PKCS#11 token)
 (AWS KMS), SIGNER_GCP_KMS_KEY_RING (Google Cloud KMS). SIGNER_KEY_BACKEND names the one new keys are made in.
 """
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -56,6 +57,27 @@ def _pkcs11() -> KeyBackend:
     return Pkcs11Backend(settings.SIGNER_PKCS11_MODULE, settings.SIGNER_PKCS11_TOKEN, settings.SIGNER_PKCS11_PIN)
 
 
+def _aws_kms() -> KeyBackend:
+    from signer.backends.aws_kms import AwsCredentials, AwsKmsBackend
+
+    # The standard AWS environment variables: an IAM user's key, or the temporary ones a role hands out.
+    credentials = AwsCredentials(os.environ.get("AWS_ACCESS_KEY_ID", ""), os.environ.get("AWS_SECRET_ACCESS_KEY", ""),
+                                 os.environ.get("AWS_SESSION_TOKEN") or None)
+    return AwsKmsBackend(region=settings.SIGNER_AWS_KMS_REGION, credentials=credentials,
+                         endpoint_url=settings.SIGNER_AWS_KMS_ENDPOINT or None)
+
+
+def _gcp_kms() -> KeyBackend:
+    from signer.backends.gcp_kms import DEFAULT_BASE_URL, GcpKmsBackend, MetadataServerToken, TokenFile
+
+    token_file = settings.SIGNER_GCP_KMS_TOKEN_FILE
+    tokens = TokenFile(token_file) if token_file else MetadataServerToken()
+    return GcpKmsBackend(key_ring=settings.SIGNER_GCP_KMS_KEY_RING, token_provider=tokens,
+                         base_url=settings.SIGNER_GCP_KMS_ENDPOINT or DEFAULT_BASE_URL)
+
+
 _FACTORIES: dict[str, tuple[Callable[[], bool], Callable[[], KeyBackend]]] = {
     "pkcs11": (lambda: bool(settings.SIGNER_PKCS11_MODULE), _pkcs11),
+    "aws-kms": (lambda: bool(settings.SIGNER_AWS_KMS_REGION), _aws_kms),
+    "gcp-kms": (lambda: bool(settings.SIGNER_GCP_KMS_KEY_RING), _gcp_kms),
 }
