@@ -38,6 +38,8 @@ WORKDIR /app
 # Owned by root and read-only to the service's user: the running code cannot change itself.
 COPY . /app
 COPY --from=build /src/staticfiles /app/staticfiles
+# The signer's socket folder: a volume mounted here starts with this owner, so the signer can make its socket.
+RUN mkdir -p /run/signer && chown app:app /run/signer && chmod 0770 /run/signer
 USER app
 EXPOSE 8000
 # /healthz answers without the database (core/health.py); /readyz is for orchestrators that route traffic.

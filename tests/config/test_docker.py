@@ -13,7 +13,9 @@ PROJECT = Path(__file__).resolve().parents[2]
 COMPOSE = PROJECT / "compose.yaml"
 DOCKERFILE = (PROJECT / "Dockerfile").read_text()
 REQUIRED = ("POSTGRES_PASSWORD", "SECRET_KEY", "KEY_ENCRYPTION_KEY", "TOKEN_SIGNING_KEY", "LOG_SIGNING_KEY",
-            "PUBLIC_BASE_URL", "ALLOWED_HOSTS")
+            "PUBLIC_BASE_URL", "ALLOWED_HOSTS", "SIGNER_SECRET", "SECRET_ENCRYPTION_KEY")
+# Only the signer holds these (the web processes and the sequencer refuse to start given them).
+SIGNER_ONLY = ("KEY_ENCRYPTION_KEY", "LOG_SIGNING_KEY")
 SET = {name: f"value-of-{name.lower()}" for name in REQUIRED}
 
 
@@ -24,17 +26,20 @@ def compose() -> dict:
 
 def _settings_variables() -> set[str]:
     source = (PROJECT / "config" / "settings.py").read_text()
-    return set(re.findall(r'env_(?:str|bool|int|float|list)\("([A-Z_]+)"', source))
+    return set(re.findall(r'env_(?:str|bool|int|float|list)\("([A-Z0-9_]+)"', source))
 
 
-def test_compose_runs_the_service_its_sequencer_a_proxy_postgres_15_and_redis_7(compose):
+def test_compose_runs_the_service_its_signer_its_sequencer_a_proxy_postgres_15_and_redis_7(compose):
     services = compose["services"]
-    assert set(services) == {"web", "log-sequencer", "proxy", "postgres", "redis"}
+    assert set(services) == {"web", "signer", "log-sequencer", "proxy", "postgres", "redis"}
+    assert services["signer"]["command"] == ["python", "manage.py", "signer"]
+    assert services["signer"]["image"] == services["web"]["image"]
     assert services["postgres"]["image"] == "postgres:15" and services["redis"]["image"] == "redis:7"
     assert services["log-sequencer"]["command"] == ["python", "manage.py", "log_sequencer"]
     assert services["log-sequencer"]["image"] == services["web"]["image"]
     assert services["web"]["depends_on"] == {"postgres": {"condition": "service_healthy"},
-                                             "redis": {"condition": "service_healthy"}}
+                                             "redis": {"condition": "service_healthy"},
+                                             "signer": {"condition": "service_healthy"}}
     for name in ("postgres", "redis", "proxy"):
         assert services[name]["healthcheck"]["test"][0] == "CMD"
     assert "postgres-data:/var/lib/postgresql/data" in services["postgres"]["volumes"]
@@ -42,12 +47,28 @@ def test_compose_runs_the_service_its_sequencer_a_proxy_postgres_15_and_redis_7(
 
 
 def test_compose_requires_every_secret_and_sets_only_variables_the_service_reads(compose):
-    env = compose["services"]["web"]["environment"]
+    services = compose["services"]
+    env, signer_env = services["web"]["environment"], services["signer"]["environment"]
     for name in REQUIRED[1:]:
-        assert env[name].startswith(f"${{{name}:?"), name
+        held_by = signer_env if name in SIGNER_ONLY else env
+        assert held_by[name].startswith(f"${{{name}:?"), name
     assert "${POSTGRES_PASSWORD:?" in env["DATABASE_URL"]
-    assert "DEBUG" not in env
+    assert "DEBUG" not in env and "DEBUG" not in signer_env
     assert set(env) - _settings_variables() == {"FORWARDED_ALLOW_IPS"}  # read by gunicorn itself
+    assert set(signer_env) <= _settings_variables()
+
+
+def test_only_the_signer_holds_the_keys_and_shares_its_socket_with_web_and_sequencer(compose):
+    services = compose["services"]
+    for name in ("web", "log-sequencer"):
+        env = services[name]["environment"]
+        assert not set(SIGNER_ONLY) & set(env) and "SIGNER_SERVICE" not in env, name
+        assert env["SIGNER_SOCKET"] == services["signer"]["environment"]["SIGNER_SOCKET"], name
+        assert "signer-socket:/run/signer" in services[name]["volumes"], name
+    assert services["signer"]["environment"]["SIGNER_SERVICE"] == "true"
+    assert "signer-socket:/run/signer" in services["signer"]["volumes"]
+    assert "ports" not in services["signer"] and "expose" not in services["signer"]
+    assert "mkdir -p /run/signer && chown app:app /run/signer" in DOCKERFILE
 
 
 @pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose is not installed")

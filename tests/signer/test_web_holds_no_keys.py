@@ -190,3 +190,11 @@ def test_a_web_process_given_a_key_encryption_key_beside_a_signer_refuses_to_sta
                                      SECRET_ENCRYPTION_KEY=keys["secrets"], TOKEN_SIGNING_KEY="t" * 40, **given))
         assert checked.returncode != 0
         assert f"Remove {next(iter(given))} from this process's environment" in checked.stderr
+
+
+def test_a_signer_outside_its_own_environment_refuses_to_start(settings, keys):
+    refused = subprocess.run([sys.executable, "manage.py", "signer", "--socket", "/tmp/never.sock"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300, env=_production_env(
+                                 settings, SIGNER_SECRET=keys["signer"], KEY_ENCRYPTION_KEY=keys["kek"],
+                                 LOG_SIGNING_KEY=keys["log"], TOKEN_SIGNING_KEY="t" * 40))
+    assert refused.returncode != 0 and "set SIGNER_SERVICE=true" in refused.stderr

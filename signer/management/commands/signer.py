@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from core.keyring import signer_secret
+from signer.backends.registry import close_backends
 from signer.server import SignerServer
 
 
@@ -19,6 +20,10 @@ class Command(BaseCommand):
         path = options["socket"] or settings.SIGNER_SOCKET
         if not path:
             raise CommandError("give --socket PATH or set SIGNER_SOCKET")
+        if not settings.DEVELOPMENT_KEY_FALLBACK and not settings.SIGNER_SERVICE:
+            # Without it, settings let this environment go without KEY_ENCRYPTION_KEY: it would unseal nothing.
+            raise CommandError("set SIGNER_SERVICE=true (with KEY_ENCRYPTION_KEY, LOG_SIGNING_KEY and SIGNER_SECRET) "
+                               "in the signer's environment: DEBUG is off")
         server = SignerServer(path, signer_secret())
         signal.signal(signal.SIGTERM, lambda *_: server.stop())
         self.stdout.write(f"signer listening on {path}")
@@ -27,3 +32,5 @@ class Command(BaseCommand):
             server.serve_forever()
         except KeyboardInterrupt:
             server.stop()
+        finally:
+            close_backends()
