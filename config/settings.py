@@ -193,6 +193,10 @@ SIGNER_PKCS11_TOKEN = env_str("SIGNER_PKCS11_TOKEN", "")
 SIGNER_PKCS11_PIN = env_str("SIGNER_PKCS11_PIN", "")
 SIGNER_AWS_KMS_REGION = env_str("SIGNER_AWS_KMS_REGION", "")  # credentials: AWS_ACCESS_KEY_ID and the rest
 SIGNER_AWS_KMS_ENDPOINT = env_str("SIGNER_AWS_KMS_ENDPOINT", "")  # a VPC endpoint, else the region's
+# The standard AWS variables: an IAM user's key, or the temporary ones a role hands out.
+SIGNER_AWS_ACCESS_KEY_ID = env_str("AWS_ACCESS_KEY_ID", "")
+SIGNER_AWS_SECRET_ACCESS_KEY = env_str("AWS_SECRET_ACCESS_KEY", "")
+SIGNER_AWS_SESSION_TOKEN = env_str("AWS_SESSION_TOKEN", "")
 SIGNER_GCP_KMS_KEY_RING = env_str("SIGNER_GCP_KMS_KEY_RING", "")  # projects/P/locations/L/keyRings/R
 SIGNER_GCP_KMS_TOKEN_FILE = env_str("SIGNER_GCP_KMS_TOKEN_FILE", "")  # else the metadata server's token
 SIGNER_GCP_KMS_ENDPOINT = env_str("SIGNER_GCP_KMS_ENDPOINT", "")

@@ -5,7 +5,6 @@ others exist when their settings are set: SIGNER_PKCS11_MODULE (a PKCS#11 token)
 (AWS KMS), SIGNER_GCP_KMS_KEY_RING (Google Cloud KMS). SIGNER_KEY_BACKEND names the one new keys are made in.
 """
 
-import os
 import threading
 from collections.abc import Callable
 
@@ -60,9 +59,8 @@ def _pkcs11() -> KeyBackend:
 def _aws_kms() -> KeyBackend:
     from signer.backends.aws_kms import AwsCredentials, AwsKmsBackend
 
-    # The standard AWS environment variables: an IAM user's key, or the temporary ones a role hands out.
-    credentials = AwsCredentials(os.environ.get("AWS_ACCESS_KEY_ID", ""), os.environ.get("AWS_SECRET_ACCESS_KEY", ""),
-                                 os.environ.get("AWS_SESSION_TOKEN") or None)
+    credentials = AwsCredentials(settings.SIGNER_AWS_ACCESS_KEY_ID, settings.SIGNER_AWS_SECRET_ACCESS_KEY,
+                                 settings.SIGNER_AWS_SESSION_TOKEN or None)
     return AwsKmsBackend(region=settings.SIGNER_AWS_KMS_REGION, credentials=credentials,
                          endpoint_url=settings.SIGNER_AWS_KMS_ENDPOINT or None)
 
