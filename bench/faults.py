@@ -9,6 +9,7 @@ database afterwards. The shared PostgreSQL and Redis are never touched.
     .venv/bin/python bench/faults.py redis
     .venv/bin/python bench/faults.py webhook
     .venv/bin/python bench/faults.py disconnect
+    .venv/bin/python bench/faults.py signer [--clients 6] [--before 5] [--down 3] [--after 8]
 """
 
 import argparse
@@ -21,8 +22,10 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -382,6 +385,150 @@ def run_disconnect(args: argparse.Namespace) -> None:
           f"{after_whole[1]}, audit {after_whole[2]}.")
 
 
+# --- signer: the signer service killed (SIGKILL) and restarted under a load of POST /v1/sign -------------
+
+SIGNER_SECRET = "faults-signer-secret-0123456789abcdef0123456789"
+
+
+def signer_envs(env: dict[str, str], socket_path: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(the signer's environment, the web processes') from one production environment: only the signer keeps
+    KEY_ENCRYPTION_KEY and LOG_SIGNING_KEY."""
+    shared = {"SIGNER_SOCKET": socket_path, "SIGNER_SECRET": SIGNER_SECRET}
+    web = {key: value for key, value in env.items() if key not in ("KEY_ENCRYPTION_KEY", "LOG_SIGNING_KEY")}
+    return ({**env, **shared, "SIGNER_SERVICE": "true"},
+            {**web, **shared, "SECRET_ENCRYPTION_KEY": env["KEY_ENCRYPTION_KEY"]})
+
+
+def start_signer(env: dict[str, str]) -> subprocess.Popen:
+    socket_path = env["SIGNER_SOCKET"]
+    with contextlib.suppress(FileNotFoundError):
+        Path(socket_path).unlink()  # a killed signer leaves its socket file behind
+    process = subprocess.Popen([sys.executable, "manage.py", "signer"], cwd=ROOT, env=env,
+                               stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as probe:
+            probe.connect(socket_path)
+            return process
+        if process.poll() is not None:
+            raise RuntimeError("the signer exited at start")
+        time.sleep(0.02)
+    raise RuntimeError("the signer did not listen within 60 s")
+
+
+def sign_body(generator_id: str, text: str) -> tuple[bytes, str]:
+    boundary = uuid.uuid4().hex
+    body = (f'--{boundary}\r\nContent-Disposition: form-data; name="generator_id"\r\n\r\n{generator_id}\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nfaults\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="content"; filename="a.txt"\r\n'
+            f'Content-Type: text/plain\r\n\r\n{text}\r\n--{boundary}--\r\n').encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+class SignLoad(RecordsLoad):
+    """Client threads POSTing distinct texts to /v1/sign (server-managed) over keep-alive; every answer kept."""
+
+    def _run(self) -> None:
+        conn = None
+        while not self._stop.is_set():
+            try:
+                org, key, (body, content_type) = self.jobs.get_nowait()
+            except queue.Empty:
+                return
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            answer = {"org": org, "at": time.monotonic()}
+            try:
+                conn.request("POST", "/v1/sign", body=body,
+                             headers={"Authorization": f"Bearer {key}", "Content-Type": content_type})
+                response = conn.getresponse()
+                answer.update(status=response.status, body=response.read(), record=response.getheader(
+                    "X-Service-Record-Id"), retry_after=response.getheader("Retry-After"))
+            except (OSError, http.client.HTTPException) as exc:
+                answer.update(status=None, error=type(exc).__name__)
+                conn.close()
+                conn = None
+            answer["done"] = time.monotonic()
+            with self._lock:
+                self.answers.append(answer)
+
+
+def run_signer(args: argparse.Namespace) -> None:
+    with stack() as (env, _, _):
+        from tests import factories
+
+        signer_env, web_env = signer_envs(env, str(Path(tempfile.mkdtemp(prefix="faults-signer-")) / "signer.sock"))
+        orgs, jobs = {}, queue.Queue()
+        for label in ("scale-1", "scale-2"):
+            org = factories.make_org(plan="scale", name=f"faults-{label}")
+            generator = factories.make_generator(org=org, formats=["text"])
+            orgs[label] = (org, factories.make_api_key(org=org), generator)
+        for index in range(args.requests):
+            label = f"scale-{1 + index % 2}"
+            jobs.put((label, orgs[label][1], sign_body(str(orgs[label][2].pk), f"faults text {index} {uuid.uuid4()}")))
+        signer = start_signer(signer_env)
+        try:
+            with gunicorn(web_env) as port:
+                load = SignLoad(port, jobs, args.clients)
+                started = time.monotonic()
+                load.start()
+                time.sleep(args.before)
+                down_at = time.monotonic()
+                signer.kill()  # SIGKILL: requests in its hands die with it
+                signer.wait(timeout=60)
+                time.sleep(args.down)
+                restart_at = time.monotonic()
+                signer = start_signer(signer_env)
+                up_at = time.monotonic()
+                time.sleep(args.after)
+                load.stop()
+        finally:
+            signer.terminate()
+            signer.wait(timeout=60)
+        _report_signer(load.answers, orgs, started, down_at, restart_at, up_at)
+
+
+def _report_signer(answers: list[dict], orgs: dict, started: float, down_at: float, restart_at: float,
+                   up_at: float) -> None:
+    from billing.selectors import signatures_used_this_month
+    from provenance.models import Record
+    from record_format import crypto
+    from record_format.payload import signed_payload_bytes
+
+    print(f"\nSigner killed (SIGKILL) at {down_at - started:.1f} s, started again at {restart_at - started:.1f} s, "
+          f"listening at {up_at - started:.1f} s ({(up_at - restart_at) * 1000:.0f} ms to start).")
+    phases = collections.Counter()
+    envelopes_ok, server_errors = True, 0
+    for answer in answers:
+        phase = "before" if answer["at"] < down_at else "down" if answer["at"] < up_at else "after"
+        status = answer.get("status")
+        phases[(phase, status if status else answer.get("error"))] += 1
+        server_errors += status is not None and status >= 500 and status != 503
+        if status == 503:
+            body = json.loads(answer["body"])
+            envelopes_ok &= body.get("error") == "service_unavailable" and bool(answer["retry_after"])
+    print("\n| phase (request sent) | answer | count |\n|---|---|---|")
+    for (phase, status), count in sorted(phases.items(), key=lambda item: (item[0][0], str(item[0][1]))):
+        print(f"| {phase} | {status} | {count} |")
+    first_after = min((a["done"] for a in answers if a.get("status") == 201 and a["at"] >= up_at), default=None)
+    if first_after is not None:
+        print(f"\nFirst 201 after the restart: {(first_after - up_at) * 1000:.0f} ms after the signer listened.")
+    print(f"Every 503 had the envelope `service_unavailable` and Retry-After: {envelopes_ok}; "
+          f"other 5xx answers: {server_errors}")
+    print("\n| organization | 201 answers | records stored | 201 ids missing | records without a 201 | "
+          "signatures counted | records whose signature does not verify |")
+    print("|---|---|---|---|---|---|---|")
+    for label, (org, _, generator) in orgs.items():
+        created = {a["record"] for a in answers if a["org"] == label and a.get("status") == 201}
+        records = list(Record.objects.filter(org=org))
+        stored = {str(record.pk) for record in records}
+        public_key = bytes(generator.keys.get().public_key)
+        unverified = sum(not crypto.verify(public_key, signed_payload_bytes(**record.signed_payload),
+                                           bytes(record.signature)) for record in records)
+        print(f"| {label} | {len(created)} | {len(stored)} | {len(created - stored)} | {len(stored - created)} | "
+              f"{signatures_used_this_month(org)} | {unverified} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="fault", required=True)
@@ -395,8 +542,15 @@ def main() -> None:
     commands.add_parser("webhook", help="a webhook target that resets connections, one that hangs")
     disconnect = commands.add_parser("disconnect", help="signing uploads cut off halfway")
     disconnect.add_argument("--cuts", type=int, default=20)
+    signer = commands.add_parser("signer", help="kill the signer service and start it again under POST /v1/sign")
+    signer.add_argument("--clients", type=int, default=6)
+    signer.add_argument("--before", type=float, default=5.0, help="seconds of load before the kill")
+    signer.add_argument("--down", type=float, default=3.0, help="seconds the signer stays down")
+    signer.add_argument("--after", type=float, default=8.0, help="seconds of load after the restart")
+    signer.add_argument("--requests", type=int, default=20000, help="prepared requests (the most sent)")
     args = parser.parse_args()
-    runs = {"postgres": run_postgres, "redis": run_redis, "webhook": run_webhook, "disconnect": run_disconnect}
+    runs = {"postgres": run_postgres, "redis": run_redis, "webhook": run_webhook, "disconnect": run_disconnect,
+            "signer": run_signer}
     runs[args.fault](args)
 
 
