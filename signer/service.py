@@ -111,9 +111,12 @@ def signature_in_process(request: SignRequest, key: GeneratorKey) -> bytes:
 def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) -> SignResponse:
     if known is not None and str(known.generator_id) == request.generator_id and known.kid == request.kid:
         generator = known.generator
-    else:
-        known, generator_id = None, _uuid(request.generator_id)
-        generator = Generator.objects.filter(pk=generator_id).first() if generator_id else None
+    else:  # one query on the way that signs: the current key with its generator; the generator alone to say why not
+        generator_id = _uuid(request.generator_id)
+        known = GeneratorKey.objects.current().select_related("generator").filter(
+            generator_id=generator_id, kid=request.kid).first() if generator_id else None
+        generator = known.generator if known is not None else (
+            Generator.objects.filter(pk=generator_id).first() if generator_id else None)
     if generator is None:
         return _refused(request, "not_found", "no such generator")
     if str(generator.org_id) != request.org_id:
