@@ -61,13 +61,20 @@ def stack(**extra_env: str):
 @contextlib.contextmanager
 def gunicorn(env: dict[str, str], *flags: str):
     """gunicorn -c gunicorn.conf.py on a free port; yields the port."""
+    with gunicorn_process(env, *flags) as (port, _):
+        yield port
+
+
+@contextlib.contextmanager
+def gunicorn_process(env: dict[str, str], *flags: str):
+    """gunicorn -c gunicorn.conf.py on a free port; yields (the port, the master's Popen)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "gunicorn.conf.py", "--bind",
          f"127.0.0.1:{port}", "--no-control-socket", "--log-level", "warning", *flags], cwd=ROOT, env=env)
     try:
         wait_for_port(port)
-        yield port
+        yield port, process
     finally:
         process.terminate()
         process.wait(timeout=60)

@@ -7,6 +7,7 @@ it should not, is ServiceUnavailable (503 with Retry-After): nothing was done.
 """
 
 import socket
+import threading
 import time
 
 from django.conf import settings
@@ -56,16 +57,53 @@ def signature_request(*, org_id: str, generator_id: str, kid: str, algorithm: st
     return answer.signature
 
 
+class _Connections(threading.local):
+    """One open connection to the signer per thread and socket path, kept between requests: the signer
+    serves each connection with one thread and one database connection, so a connection a request would
+    open and close costs both ends their setup every time."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, socket.socket] = {}
+
+    def get(self, path: str, timeout: float) -> tuple[socket.socket, bool]:
+        """(a connection, whether it was kept from before)."""
+        connection = self.open.get(path)
+        if connection is not None:
+            connection.settimeout(timeout)
+            return connection, True
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.settimeout(timeout)
+            connection.connect(path)
+        except OSError:
+            connection.close()
+            raise
+        self.open[path] = connection
+        return connection, False
+
+    def drop(self, path: str) -> None:
+        connection = self.open.pop(path, None)
+        if connection is not None:
+            connection.close()
+
+
+_connections = _Connections()
+
+
 def _exchange(request: protocol.SignRequest, path: str | None, secret: bytes | None,
               timeout: float) -> protocol.SignResponse:
     path = path or settings.SIGNER_SOCKET
     secret = secret or signer_secret()
+    frame = protocol.seal_request(request, secret)
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.settimeout(timeout)
-            connection.connect(path)
-            protocol.write_frame(connection, protocol.seal_request(request, secret))
-            answer = protocol.open_response(protocol.read_frame(connection), secret, request_id=request.request_id)
+        try:
+            answer = _send(frame, request, path, secret, timeout)
+        except (OSError, EOFError) as error:
+            # A kept connection the signer closed (it restarted, or dropped an idle one) fails before any answer:
+            # one new connection, the same frame. Only then: an answer lost after the send is not guessed at.
+            if not getattr(error, "kept_connection", False):
+                raise
+            answer = _send(frame, request, path, secret, timeout)
     except (OSError, EOFError, protocol.ProtocolError) as error:
         raise ServiceUnavailable(f"The signing service is unavailable ({type(error).__name__}); nothing was "
                                  "signed. Try again shortly.",
@@ -73,3 +111,24 @@ def _exchange(request: protocol.SignRequest, path: str | None, secret: bytes | N
     if answer.error is not None:
         raise SignerRefused(answer.error, answer.detail)
     return answer
+
+
+def _send(frame: bytes, request: protocol.SignRequest, path: str, secret: bytes,
+          timeout: float) -> protocol.SignResponse:
+    connection, kept = _connections.get(path, timeout)
+    try:
+        protocol.write_frame(connection, frame)
+        body = protocol.read_frame(connection)
+    except (OSError, EOFError) as error:
+        _connections.drop(path)
+        # EOF at the start of the answer on a kept connection: the signer had closed it before our frame.
+        error.kept_connection = kept and isinstance(error, EOFError | BrokenPipeError | ConnectionResetError)
+        raise
+    except protocol.ProtocolError:
+        _connections.drop(path)
+        raise
+    try:
+        return protocol.open_response(body, secret, request_id=request.request_id)
+    except protocol.ProtocolError:
+        _connections.drop(path)
+        raise

@@ -1,5 +1,7 @@
 """The signer service's listener: a Unix socket only its own user (and group) can open, a thread per
 connection, one authenticated frame in, one authenticated frame out, as many as the connection sends.
+Workers keep their connection between requests (core/signer_client.py), so each thread keeps one database
+connection for as long as its worker does.
 
 A frame that does not authenticate gets no answer: the connection is closed (an answer under our secret
 would tell a forger nothing, but there is nothing it should be told).
@@ -12,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from core import signer_protocol as protocol
 from signer.service import request_sign
@@ -64,4 +66,4 @@ class SignerServer:
             except OSError:
                 return
             finally:
-                close_old_connections()
+                connections.close_all()  # this thread's: the connection it served is gone, and the thread with it

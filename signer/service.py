@@ -22,8 +22,10 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from django.conf import settings
-from django.core.cache import cache
+from django.db import connection
+from redis.exceptions import RedisError
 
+from core.cache import cache_key, redis_client, redis_failed, redis_skipped
 from core.errors import KeyUnavailable
 from core.signer_client import SignerRefused
 from core.signer_protocol import WINDOW_SECONDS, SignRequest, SignResponse
@@ -92,11 +94,45 @@ _MAX_REMEMBERED = 100_000
 
 
 def _first_sight(request_id: bytes) -> bool:
-    """Whether this request id is new: in the shared cache (Redis) where there is one, so every signer
-    instance knows it, else in this process."""
-    if settings.REDIS_URL:
-        return cache.add(f"signer:request:{request_id.hex()}", 1, timeout=2 * WINDOW_SECONDS)
+    """Whether this request id is new: in Redis where there is one, so every signer instance knows it, else
+    (or while Redis is unreachable) in this process. SET NX on the cache's own client: Django's `cache.add`
+    costs this hot path a client and a pickle per request (docs/architecture.md)."""
+    client = redis_client() if settings.REDIS_URL and not redis_skipped() else None
+    if client is not None:
+        try:
+            return bool(client.set(cache_key(f"signer:request:{request_id.hex()}"), b"1", nx=True,
+                                   ex=2 * WINDOW_SECONDS))
+        except RedisError as error:
+            redis_failed("the signer remembers request ids in its own memory meanwhile", error)
     return _recent_ids.add(request_id)
+
+
+# Table names from the models, values as parameters.
+_KEY_WITH_GENERATOR = (
+    f"SELECT g.id, g.org_id, g.status, g.mode, g.c2pa_signing, k.id, k.encrypted_private_key, k.key_backend, "  # noqa: S608
+    f"k.key_reference, k.public_key FROM {GeneratorKey._meta.db_table} k "
+    f"JOIN {Generator._meta.db_table} g ON g.id = k.generator_id "
+    f"WHERE k.generator_id = %s AND k.kid = %s AND k.retired_at IS NULL")
+
+
+def _current_key(generator_id: uuid.UUID, kid: str) -> GeneratorKey | None:
+    """The generator's current key `kid` with its generator, in one statement without the ORM's query
+    building, the signer's hot path (docs/architecture.md, "Where we step around Django")."""
+    with connection.cursor() as cursor:
+        cursor.execute(_KEY_WITH_GENERATOR, [Generator._meta.pk.get_db_prep_value(generator_id, connection), kid])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    gid, org_id, status, mode, c2pa_signing, key_id, sealed, backend, reference, public_key = row
+    generator = Generator(id=_as_uuid(gid), org_id=_as_uuid(org_id), status=status, mode=mode,
+                          c2pa_signing=c2pa_signing)
+    return GeneratorKey(id=_as_uuid(key_id), generator=generator, kid=kid, retired_at=None,
+                        public_key=bytes(public_key), key_backend=backend, key_reference=reference,
+                        encrypted_private_key=bytes(sealed) if sealed is not None else None)
+
+
+def _as_uuid(value: object) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 def signature_in_process(request: SignRequest, key: GeneratorKey) -> bytes:
@@ -113,8 +149,7 @@ def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) ->
         generator = known.generator
     else:  # one query on the way that signs: the current key with its generator; the generator alone to say why not
         generator_id = _uuid(request.generator_id)
-        known = GeneratorKey.objects.current().select_related("generator").filter(
-            generator_id=generator_id, kid=request.kid).first() if generator_id else None
+        known = _current_key(generator_id, request.kid) if generator_id else None
         generator = known.generator if known is not None else (
             Generator.objects.filter(pk=generator_id).first() if generator_id else None)
     if generator is None:
