@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core.keyring import signer_secret
 from signer.server import SignerServer
+from signer.service import purposes_start
 
 
 class Command(BaseCommand):
@@ -20,6 +21,7 @@ class Command(BaseCommand):
         if not path:
             raise CommandError("give --socket PATH or set SIGNER_SOCKET")
         server = SignerServer(path, signer_secret())
+        purposes_start()  # before listening: the log's public keys are published before anything is signed
         signal.signal(signal.SIGTERM, lambda *_: server.stop())
         self.stdout.write(f"signer listening on {path}")
         self.stdout.flush()
