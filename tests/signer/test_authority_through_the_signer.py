@@ -27,6 +27,7 @@ from provenance.models import Record
 from record_format import certificates as certs
 from tests import factories
 from tests.generators.test_certificates_api import _upload_body
+from tests.generators.test_certificates_concurrency import _run_together
 from tests.transparency import rfc9162
 from tests.transparency.logs import decode, leaf_from_api, make_key, make_records
 from tests.verification.uploads import sign, verify
@@ -62,6 +63,7 @@ def signer(settings, tmp_path):
            "DJANGO_SETTINGS_MODULE": "config.settings"}
     env.pop("REDIS_URL", None)
     path = str(tmp_path / "signer.sock")
+    env["SIGNER_SOCKET"] = path  # as where one environment serves every process: the signer never asks itself
     process = subprocess.Popen([sys.executable, "manage.py", "signer", "--socket", path], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wait_for_process(lambda: Path(path).exists(), process, what="the signer's socket", cpu_budget=60)
@@ -117,6 +119,21 @@ def test_trust_anchors_and_public_key_chains_are_made_in_the_signer_on_first_use
     for family in ("ml-dsa-65", "es256"):
         chain = [certs.to_der(certs.load_pem_chain(pem)[0]) for pem in chains[family]]
         assert certs.verify_chain(chain, list(roots), certs.load_der(chain[0]).not_valid_before_utc).trusted
+
+
+def test_concurrent_first_use_through_the_signer_makes_one_ca_and_one_certificate_set(signer, org):
+    generator = factories.make_generator(org=org, c2pa_signing="hybrid")
+    key_pk = GeneratorKey.objects.get(generator=generator).pk
+
+    def first_use():
+        key = GeneratorKey.objects.select_related("generator__org").get(pk=key_pk)
+        return generator_c2pa_credentials(key, private_key=False)
+
+    results = _run_together(first_use)
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert {r.es256_chain for r in results} == {results[0].es256_chain}
+    assert sorted(CertificateAuthority.objects.values_list("family", "kind")) == [
+        ("es256", "intermediate"), ("es256", "root"), ("ml-dsa-65", "intermediate"), ("ml-dsa-65", "root")]
 
 
 def test_an_upload_is_sealed_by_the_signer_and_its_key_signs(signer, key_client, growth_org, api_client):
