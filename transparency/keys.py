@@ -27,7 +27,7 @@ def log_signers() -> list[note.NoteSigner]:
     return _signers(note.check_key_name(settings.LOG_ORIGIN), ed25519_seed, ml_dsa_seed)
 
 
-def log_public_keys() -> list[note.NoteKey]:
+def published_log_keys() -> list[note.NoteKey]:
     """The public keys checkpoints are signed with, in ALGORITHMS order: the signer's published rows when a
     signer service holds the keys, else this process's. Raises ServiceUnavailable (503) when the signer
     has not published them yet (it does when it starts)."""
@@ -56,7 +56,7 @@ def checkpoint_signers() -> list[note.TextSigner]:
     through the signer (a `sign` of purpose `checkpoint`)."""
     if not signer_configured():
         return log_signers()
-    return [_SignerServiceKey(key, algorithm) for algorithm, key in zip(ALGORITHMS, log_public_keys(), strict=True)]
+    return [_SignerServiceKey(key, algorithm) for algorithm, key in zip(ALGORITHMS, published_log_keys(), strict=True)]
 
 
 class _SignerServiceKey:

@@ -16,8 +16,7 @@ from provenance.models import Record
 from record_format.payload import SIGNED_FIELDS
 from transparency import merkle
 from transparency.entries import entry_bundle, entry_bytes
-from transparency.keys import ALGORITHMS
-from transparency.keys import log_public_keys as published_log_keys
+from transparency.keys import ALGORITHMS, published_log_keys
 from transparency.models import LogState, LogTile
 from transparency.tiles import ENTRIES, TILE_HEIGHT, TILE_WIDTH, SubtreeCache, TilePath, TileReader, tiles_needed
 

@@ -27,7 +27,7 @@ from core.signer_client import SignerRefused, signer_configured
 from provenance.models import Record
 from provenance.services import record_log_indices_assign
 from transparency import merkle, note
-from transparency.keys import checkpoint_signers, log_public_keys
+from transparency.keys import checkpoint_signers, published_log_keys
 from transparency.models import LogState, LogTile
 from transparency.selectors import ENTRY_COLUMNS, entry_of
 from transparency.tiles import TILE_WIDTH, TileReader, append_leaves, edge_tiles
@@ -161,4 +161,4 @@ def _signed_by_other_keys(signed: bytes) -> bool:
         _, signatures = note.split_note(signed.decode())
     except ValueError:
         return True
-    return {(s.name, s.key_id) for s in signatures} != {(k.name, k.key_id) for k in log_public_keys()}
+    return {(s.name, s.key_id) for s in signatures} != {(k.name, k.key_id) for k in published_log_keys()}
