@@ -116,7 +116,8 @@ def trust_anchor_certificates() -> list[bytes]:
 def key_certificates_ensure(key: GeneratorKey, *, es256: bool) -> GeneratorCertificate:
     """The key's stored certificates, issuing the ML-DSA-65 one (and the ES256 one with `es256`) when
     missing, near their end, or from an intermediate that no longer issues: by the signer service when one
-    is configured, else here. Raises ServiceUnavailable, NotFound (a revoked generator, or a retired key)."""
+    is configured, else here. Raises ServiceUnavailable; with a signer, NotFound (a revoked generator, or
+    a retired key) and Forbidden (another organization's)."""
     if signer_configured():
         return _certificates_through_signer(key, es256=es256)
     return key_certificates_issue(key, es256=es256)
@@ -175,7 +176,7 @@ def public_key_certificates(generator: Generator) -> dict[str, dict[str, list[st
     current = [k for k in generator.keys.all() if k.retired_at is None]
     hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
     if current and not generator.is_revoked:
-        key_certificates_ensure(current[0], es256=hybrid and not _has_upload(generator))
+        key_certificates_ensure(current[0], es256=generator_wants_es256(generator))
     stored = {c.key_id: c for c in GeneratorCertificate.objects.filter(key__generator=generator).select_related(
         "ml_dsa_issuer", "es256_issuer")}
     upload = _live_upload(generator) if hybrid else None
@@ -289,8 +290,7 @@ def _upload_key_sealed(generator: Generator, key_der: bytes) -> bytes:
 
 
 # The signer's refusals of certificate work, as the API's errors (the routes check the same things first).
-_REFUSALS = {"not_found": NotFound, "revoked": NotFound, "forbidden": Forbidden,
-             "refused": GeneratorClientManaged}
+_REFUSALS = {"not_found": NotFound, "revoked": NotFound, "forbidden": Forbidden}
 
 
 def _signer_answer(op: str, **fields) -> dict:
