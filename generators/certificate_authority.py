@@ -2,7 +2,10 @@
 or replaced for classical certificates by an installed intermediate (`manage.py c2pa_ca install`).
 
 Everything lives in the database, private keys sealed like generators' (core/sealing.py), so every process
-sees the same CA. Two families: `es256` (root ECDSA P-384, intermediate P-256) and `ml-dsa-65`. The newest
+sees the same CA. With a signer service (SIGNER_SOCKET) only the signer holds the key-encryption key: a
+process that finds no usable CA asks it (`ensure-authorities`), which makes them with `issuer_ensure`.
+
+Two families: `es256` (root ECDSA P-384, intermediate P-256) and `ml-dsa-65`. The newest
 intermediate of a family with time left issues new end-entity certificates; older ones stay, so the
 certificates they issued keep verifying until they expire.
 """
@@ -18,9 +21,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from core.errors import KeyUnavailable
+from core.errors import RETRY_AFTER_UNAVAILABLE, KeyUnavailable, ServiceUnavailable
 from core.keyring import private_key_sealing_ring
 from core.sealing import SealedBlobError, seal, unseal
+from core.signer_client import SignerRefused, signer_call, signer_configured
 from core.tsa import tsa_roots
 from generators.models import CertificateAuthority
 from record_format import certificates as certs
@@ -42,9 +46,46 @@ class CaInstallError(ValueError):
 
 
 def current_issuer(family: str) -> CertificateAuthority:
-    """The intermediate that issues new end-entity certificates of `family`, made (with a root when none
-    is usable) on first need. Concurrent first use makes one: the new rows take the generations after
-    those seen before looking, so a second maker collides on the unique generation and reads the first's."""
+    """The intermediate that issues new end-entity certificates of `family`, made on first need: by the
+    signer service when one is configured, else here (`issuer_ensure`). Raises ServiceUnavailable (503)
+    when the signer cannot be reached or made none, KeyUnavailable when a root's key does not unseal."""
+    found = _newest_usable(family)
+    if found is not None:
+        return found
+    if not signer_configured():
+        return issuer_ensure(family)
+    authorities_ensure_through_signer()
+    found = _newest_usable(family)
+    if found is None:
+        raise ServiceUnavailable("The signing service made no certificate authority; nothing was signed.",
+                                 headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)})
+    return found
+
+
+def usable_issuer(family: str) -> CertificateAuthority | None:
+    """The intermediate that issues new certificates of `family`, if there is one with time left. Makes nothing."""
+    return _newest_usable(family)
+
+
+def authorities_ensure() -> list[CertificateAuthority]:
+    """Each family's issuing intermediate, made here (with a root when none is usable) where none is: only
+    where the key-encryption key is (the signer service, or a process without one)."""
+    return [issuer_ensure(family) for family in Family.values]
+
+
+def authorities_ensure_through_signer() -> None:
+    """Ask the signer service to make the CAs that are missing. Raises ServiceUnavailable (503)."""
+    try:
+        signer_call("ensure-authorities")
+    except SignerRefused as refused:
+        raise ServiceUnavailable(f"The signing service could not make a certificate authority: {refused.detail}.",
+                                 headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)}) from None
+
+
+def issuer_ensure(family: str) -> CertificateAuthority:
+    """`current_issuer` made in this process, which seals the new CA keys. Concurrent first use makes one:
+    the new rows take the generations after those seen before looking, so a second maker collides on the
+    unique generation and reads the first's."""
     found = _newest_usable(family)
     if found is not None:
         return found

@@ -5,6 +5,10 @@ ES256 chain and key for one generator.
 
 Issuing locks the key's row, so concurrent first use issues once. A stored certificate is issued again
 when it is near its end or when a newer intermediate of its family issues.
+
+With a signer service (SIGNER_SOCKET) this process holds no key-encryption key: the signer issues the
+certificates (`issue-certificates`, which runs `key_certificates_issue` there and writes the row) and seals
+an uploaded key (`seal-secret`); this process reads the rows and never sees an unsealed private key.
 """
 
 import base64
@@ -20,9 +24,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_write
-from core.errors import GeneratorClientManaged, KeyUnavailable, NotFound, ValidationFailed
+from core.errors import (
+    RETRY_AFTER_UNAVAILABLE,
+    Forbidden,
+    GeneratorClientManaged,
+    KeyUnavailable,
+    NotFound,
+    ServiceUnavailable,
+    ValidationFailed,
+)
 from core.keyring import private_key_sealing_ring
 from core.sealing import SealedBlobError, seal, sealed_key_id, unseal
+from core.signer_client import SignerRefused, signer_call, signer_configured
 from generators import certificate_authority as authority
 from generators.models import (
     CertificateAuthority,
@@ -52,8 +65,12 @@ def generator_c2pa_credentials(key: GeneratorKey, *, private_key: bool = True) -
 
     An ES256 chain only for a hybrid server-managed generator: its uploaded one when there is one not yet
     expired, else the deployment CA's. Without `private_key` (the signer service signs), the ES256 key is
-    left sealed and `es256_private_key` is None. Raises KeyUnavailable (503) when a sealed key does not unseal.
+    left sealed and `es256_private_key` is None; with a signer service configured it must be without.
+    Raises KeyUnavailable (503) when a sealed key does not unseal, ServiceUnavailable when the signer
+    cannot issue.
     """
+    if private_key and signer_configured():
+        raise ValueError("the signer service holds the ES256 keys: ask for credentials without private_key")
     generator = key.generator
     hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
     upload = _live_upload(generator) if hybrid else None
@@ -80,8 +97,8 @@ def generator_es256_signing_key(key: GeneratorKey) -> ec.EllipticCurvePrivateKey
         return _unseal_ec(upload.encrypted_private_key, _upload_context(key.generator_id))
     sealed = (GeneratorCertificate.objects.filter(key_id=key.pk)
               .values_list("encrypted_es256_private_key", flat=True).first())
-    if sealed is None:
-        return generator_c2pa_credentials(key).es256_private_key
+    if sealed is None:  # here the keys are held (the signer, or a process without one): issue in place
+        sealed = key_certificates_issue(key, es256=True).encrypted_es256_private_key
     return _unseal_ec(sealed, _es256_context(key.pk))
 
 
@@ -98,10 +115,20 @@ def trust_anchor_certificates() -> list[bytes]:
 
 def key_certificates_ensure(key: GeneratorKey, *, es256: bool) -> GeneratorCertificate:
     """The key's stored certificates, issuing the ML-DSA-65 one (and the ES256 one with `es256`) when
-    missing, near their end, or from an intermediate that no longer issues."""
-    issuers = {Family.ML_DSA_65: authority.current_issuer(Family.ML_DSA_65)}
+    missing, near their end, or from an intermediate that no longer issues: by the signer service when one
+    is configured, else here. Raises ServiceUnavailable; with a signer, NotFound (a revoked generator, or
+    a retired key) and Forbidden (another organization's)."""
+    if signer_configured():
+        return _certificates_through_signer(key, es256=es256)
+    return key_certificates_issue(key, es256=es256)
+
+
+def key_certificates_issue(key: GeneratorKey, *, es256: bool) -> GeneratorCertificate:
+    """`key_certificates_ensure` done in this process, which signs with the CA keys and seals the new ES256
+    key: only where the key-encryption key is (the signer service, or a process without one)."""
+    issuers = {Family.ML_DSA_65: authority.issuer_ensure(Family.ML_DSA_65)}
     if es256:
-        issuers[Family.ES256] = authority.current_issuer(Family.ES256)
+        issuers[Family.ES256] = authority.issuer_ensure(Family.ES256)
     stored = _stored(key.pk)
     if stored is not None and not _stale(stored, issuers):
         return stored
@@ -117,6 +144,31 @@ def key_certificates_ensure(key: GeneratorKey, *, es256: bool) -> GeneratorCerti
     return _stored(key.pk)
 
 
+def generator_wants_es256(generator: Generator) -> bool:
+    """Whether the deployment CA issues this generator's keys an ES256 certificate: hybrid, server-managed,
+    and no live upload of the organization's own."""
+    hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
+    return hybrid and not _has_upload(generator)
+
+
+def upload_key_seal(generator_id: uuid.UUID, key_der: bytes) -> bytes:
+    """An uploaded ES256 key (PKCS#8 DER) sealed under the newest key-encryption key, bound to the generator's
+    upload: only where the key-encryption key is (the signer service's `seal-secret`, or without one)."""
+    return _seal(key_der, _upload_context(generator_id))
+
+
+def upload_context_generator(context: str) -> uuid.UUID | None:
+    """The generator whose upload `context` names (`c2pa-upload:<generator id>`), None for any other context."""
+    prefix, _, generator_id = context.partition(":")
+    if prefix != "c2pa-upload":
+        return None
+    try:
+        parsed = uuid.UUID(generator_id)
+    except ValueError:
+        return None
+    return parsed if _upload_context(parsed).decode() == context else None
+
+
 def public_key_certificates(generator: Generator) -> dict[str, dict[str, list[str]]]:
     """Per kid, the PEM chains (end entity first, no root) shown on the public keys route: {"ml-dsa-65":
     [...], "es256": [...]} (es256 for hybrid generators). The current key of an active generator gets its
@@ -124,7 +176,7 @@ def public_key_certificates(generator: Generator) -> dict[str, dict[str, list[st
     current = [k for k in generator.keys.all() if k.retired_at is None]
     hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
     if current and not generator.is_revoked:
-        key_certificates_ensure(current[0], es256=hybrid and not _has_upload(generator))
+        key_certificates_ensure(current[0], es256=generator_wants_es256(generator))
     stored = {c.key_id: c for c in GeneratorCertificate.objects.filter(key__generator=generator).select_related(
         "ml_dsa_issuer", "es256_issuer")}
     upload = _live_upload(generator) if hybrid else None
@@ -149,6 +201,8 @@ def generator_c2pa_certificate_upload(*, generator: Generator, chain_pem: list[s
         raise GeneratorClientManaged("Only a server-managed generator signs C2PA manifests with the service.")
     chain, key = _validated_upload(chain_pem, key_pem)
     kept = [c for c in chain if not (len(chain) > 1 and certs.is_self_signed(c))]  # x5chain carries no root
+    # Sealed before the row lock: with a signer service this is a round trip, not to be made holding a lock.
+    sealed = _upload_key_sealed(generator, certs.ec_private_key_der(key))
     with transaction.atomic():
         locked = Generator.objects.select_for_update().get(pk=generator.pk)
         if locked.is_revoked:
@@ -156,7 +210,7 @@ def generator_c2pa_certificate_upload(*, generator: Generator, chain_pem: list[s
         GeneratorUploadedCertificate.objects.filter(generator=locked).delete()
         upload = GeneratorUploadedCertificate.objects.create(
             generator=locked, chain=[base64.b64encode(certs.to_der(c)).decode() for c in kept],
-            encrypted_private_key=_seal(certs.ec_private_key_der(key), _upload_context(locked.pk)),
+            encrypted_private_key=sealed,
             not_after=min(c.not_valid_after_utc for c in kept))
         audit_write(org=locked.org, type="generator.c2pa_certificate_uploaded",
                     metadata={"generator_id": str(locked.pk), **_describe(chain[0]), **_actor(actor)})
@@ -207,6 +261,47 @@ def certificate_summary(der: bytes) -> dict:
     return {"certificate": certs.der_to_pem(der), "subject": certificate.subject.rfc4514_string(),
             "algorithm": certs.algorithm_name(certificate), "not_before": certificate.not_valid_before_utc,
             "not_after": certificate.not_valid_after_utc, "sha256": hashlib.sha256(der).hexdigest()}
+
+
+def _certificates_through_signer(key: GeneratorKey, *, es256: bool) -> GeneratorCertificate:
+    families = [Family.ML_DSA_65, Family.ES256] if es256 else [Family.ML_DSA_65]
+    issuers = {family: authority.usable_issuer(family) for family in families}
+    stored = _stored(key.pk)
+    if stored is not None and None not in issuers.values() and not _stale(stored, issuers):
+        return stored
+    _signer_answer("issue-certificates", org_id=str(key.generator.org_id), generator_id=str(key.generator_id),
+                   kid=key.kid)
+    stored = _stored(key.pk)
+    if stored is None or stored.ml_dsa_certificate is None or (es256 and stored.es256_certificate is None):
+        raise ServiceUnavailable("The signing service issued no certificate; nothing was signed.",
+                                 headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)})
+    return stored
+
+
+def _upload_key_sealed(generator: Generator, key_der: bytes) -> bytes:
+    if not signer_configured():
+        return upload_key_seal(generator.pk, key_der)
+    answer = _signer_answer("seal-secret", org_id=str(generator.org_id), generator_id=str(generator.pk),
+                            args={"context": _upload_context(generator.pk).decode(), "secret": key_der})
+    if not isinstance(answer.get("sealed"), bytes):
+        raise ServiceUnavailable("The signing service sealed nothing; nothing was stored.",
+                                 headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)})
+    return answer["sealed"]
+
+
+# The signer's refusals of certificate work, as the API's errors (the routes check the same things first).
+_REFUSALS = {"not_found": NotFound, "revoked": NotFound, "forbidden": Forbidden}
+
+
+def _signer_answer(op: str, **fields) -> dict:
+    try:
+        return signer_call(op, **fields)
+    except SignerRefused as refused:
+        error = _REFUSALS.get(refused.error)
+        if error is not None:
+            raise error(f"The signing service refused: {refused.detail}.") from None
+        raise ServiceUnavailable(f"The signing service could not do it: {refused.detail}.",
+                                 headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)}) from None
 
 
 def _stored(key_pk: uuid.UUID) -> GeneratorCertificate | None:

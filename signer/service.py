@@ -3,7 +3,9 @@ signature, logged (what, for whom, the message's SHA-256) and never the key or t
 
 Operations other than `sign` (core/signer_protocol.OPERATIONS) are handlers in OPERATIONS: making a
 generator's key here (`generate-key`), and those apps above register at start (`register_operation`), so
-that the code that needs a key's work sits with its app and the key stays here.
+that the code that needs a key's work sits with its app and the key stays here. Likewise a purpose signed
+with keys that are not a generator's (the log's checkpoints) is registered by its app (`register_purpose`)
+with its own policy.
 
 Policy: the generator exists and belongs to the organization the request names, is active and
 server-managed; the key is the generator's current key with that kid; the algorithm is the one the
@@ -17,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -45,6 +48,19 @@ _ALGORITHMS = {"record": ("ml-dsa-65",), "c2pa-countersignature": ("ml-dsa-65",)
 Handler = Callable[[SignRequest], SignResponse]
 
 
+@dataclass(frozen=True)
+class PurposePolicy:
+    """How a registered purpose is signed: `check` answers None or why the request is refused, `sign` the
+    signature; `start` (optional) runs when the signer starts, say to publish the public keys."""
+
+    check: Callable[[SignRequest], str | None]
+    sign: Callable[[SignRequest], bytes]
+    start: Callable[[], None] | None = None
+
+
+_PURPOSES: dict[str, PurposePolicy] = {}
+
+
 def request_sign(request: SignRequest) -> SignResponse:
     """What the request asks for (a signature, or an operation's result), or the reason it is refused."""
     if not _first_sight(request.request_id):
@@ -58,6 +74,19 @@ def request_sign(request: SignRequest) -> SignResponse:
 def register_operation(op: str, handler: Handler) -> None:
     """Let `handler` answer operation `op` (one of signer_protocol.OPERATIONS); an app's ready() calls it."""
     _OPERATIONS[op] = handler
+
+
+def register_purpose(purpose: str, policy: PurposePolicy) -> None:
+    """Sign `purpose` (one of signer_protocol.PURPOSES) by `policy` instead of with a generator's key; an
+    app's ready() calls it."""
+    _PURPOSES[purpose] = policy
+
+
+def purposes_start() -> None:
+    """Run each registered purpose's `start` (the signer command, before it listens)."""
+    for policy in _PURPOSES.values():
+        if policy.start is not None:
+            policy.start()
 
 
 def result(request: SignRequest, values: dict) -> SignResponse:
@@ -145,6 +174,8 @@ def signature_in_process(request: SignRequest, key: GeneratorKey) -> bytes:
 
 
 def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) -> SignResponse:
+    if request.purpose in _PURPOSES:
+        return _purpose_sign(request, _PURPOSES[request.purpose])
     if known is not None and str(known.generator_id) == request.generator_id and known.kid == request.kid:
         generator = known.generator
     else:  # one query on the way that signs: the current key with its generator; the generator alone to say why not
@@ -173,6 +204,15 @@ def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) ->
         return _refused(request, "unavailable", "the key does not unseal (logged for the operator)")
     logger.info("signed %s for generator %s (kid %s, org %s), message sha256 %s", request.purpose,
                 request.generator_id, request.kid, request.org_id, request.message_digest)
+    return SignResponse(request.request_id, signature=signature)
+
+
+def _purpose_sign(request: SignRequest, policy: PurposePolicy) -> SignResponse:
+    reason = policy.check(request)
+    if reason is not None:
+        return _refused(request, "refused", reason)
+    signature = policy.sign(request)
+    logger.info("signed %s with %s, message sha256 %s", request.purpose, request.algorithm, request.message_digest)
     return SignResponse(request.request_id, signature=signature)
 
 

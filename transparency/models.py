@@ -1,4 +1,4 @@
-"""The transparency log's storage: its tiles and its one state row.
+"""The transparency log's storage: its tiles, its one state row and its published public keys.
 
 Which record sits at which index is `provenance.Record.log_index` (set by the sequencer, never by
 record creation); the leaf hashes are the level-0 tiles, so the tree is stored once, as tiles.
@@ -33,19 +33,41 @@ class LogTile(models.Model):
 
 
 class LogState(models.Model):
-    """The single row (pk 1): the tree's size and root and the latest signed checkpoint.
+    """The single row (pk 1): the tree the tiles hold, and the tree of the latest signed checkpoint.
 
-    Sequencers lock this row for each batch, so two of them can never interleave.
+    Sequencers lock this row for each batch, so two of them can never interleave. In one process the two
+    trees are one (tiles and checkpoint commit together); with a signer service the tiles commit first and
+    the checkpoint after (the signer signs only a tree it can read), so `integrated_size` may be ahead of
+    `tree_size` for a moment, or while the signer is down. Readers use `tree_size`: what is signed.
     """
 
     SINGLETON = 1
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=SINGLETON)
+    # The checkpoint's tree.
     tree_size = models.BigIntegerField(default=0)
     root_hash = models.BinaryField(default=EMPTY_ROOT)
+    # The tree the tiles hold: where the next batch appends.
+    integrated_size = models.BigIntegerField(default=0)
+    integrated_root = models.BinaryField(default=EMPTY_ROOT)
     # The signed note (UTF-8) of `tree_size`; bytes, so one UNION reads it along with tiles.
     checkpoint = models.BinaryField(default=b"")
     checkpoint_at = models.DateTimeField(null=True)
 
     def __str__(self) -> str:
         return f"log of {self.tree_size} entries"
+
+
+class LogKey(models.Model):
+    """A public key the log signs checkpoints with, written by the process that holds LOG_SIGNING_KEY (the
+    signer service, when it starts) so that processes without it publish the keys and tell a checkpoint
+    signed by other keys (a rotation) from one signed by these."""
+
+    algorithm = models.CharField(primary_key=True, max_length=16)  # "ed25519", "ml-dsa-65"
+    name = models.CharField(max_length=255)  # the origin the key signs for
+    signature_type = models.BinaryField()
+    public_key = models.BinaryField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"log key {self.algorithm} for {self.name}"

@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -38,13 +40,13 @@ class Checkpoint:
 
 
 @dataclass(frozen=True)
-class NoteSigner:
-    """One log key: its name (the origin), signature type and how to sign and verify with it."""
+class NoteKey:
+    """A log key's public part: its name (the origin), signature type and public key, all a verifier (or a
+    process that does not hold the private key) knows of it."""
 
     name: str
     type: bytes
     public_key: bytes
-    _private: Ed25519PrivateKey | MLDSA65PrivateKey
 
     @property
     def key_id(self) -> bytes:
@@ -54,6 +56,17 @@ class NoteSigner:
     def vkey(self) -> str:
         """`<name>+<hex key id>+<base64(type || public key)>` (signed-note, Verifier keys)."""
         return f"{self.name}+{self.key_id.hex()}+{base64.b64encode(self.type + self.public_key).decode()}"
+
+
+@dataclass(frozen=True)
+class NoteSigner(NoteKey):
+    """One log key with its private key: signs notes."""
+
+    _private: Ed25519PrivateKey | MLDSA65PrivateKey
+
+    @property
+    def public(self) -> NoteKey:
+        return NoteKey(self.name, self.type, self.public_key)
 
     def sign(self, text: bytes) -> bytes:
         return self._private.sign(text)
@@ -81,7 +94,18 @@ def check_key_name(name: str) -> str:
     return name
 
 
-def sign_note(text: str, signers: list[NoteSigner]) -> str:
+class TextSigner(Protocol):
+    """What signs a note: a NoteSigner here, or a key held elsewhere (the signer service)."""
+
+    name: str
+
+    @property
+    def key_id(self) -> bytes: ...
+
+    def sign(self, text: bytes) -> bytes: ...
+
+
+def sign_note(text: str, signers: Sequence[TextSigner]) -> str:
     """The signed note: text, a blank line, one signature line per signer. Raises ValueError on bad text."""
     if not text.endswith("\n") or any(ord(ch) < 0x20 and ch != "\n" for ch in text):
         raise ValueError("note text ends in a newline and has no control characters but newlines")

@@ -16,7 +16,7 @@ from provenance.models import Record
 from record_format.payload import SIGNED_FIELDS
 from transparency import merkle
 from transparency.entries import entry_bundle, entry_bytes
-from transparency.keys import log_signers
+from transparency.keys import ALGORITHMS, published_log_keys
 from transparency.models import LogState, LogTile
 from transparency.tiles import ENTRIES, TILE_HEIGHT, TILE_WIDTH, SubtreeCache, TilePath, TileReader, tiles_needed
 
@@ -32,6 +32,10 @@ _INDEX = connection.ops.quote_name("index")
 _RECORDS = connection.ops.quote_name(Record._meta.db_table)
 # A record's id in the tiles' bytes column (PostgreSQL's UNION wants one type; SQLite has none to match).
 _RECORD_ID_BYTES = "CAST(CAST(id AS TEXT) AS BYTEA)" if connection.vendor == "postgresql" else "id"
+# The signed tree's edge tile at each level: (level L, index tree_size >> 8(L + 1)), the size read in SQL.
+_EDGE_LEVELS = _PATH_LEVELS - 1  # level 7 would shift by 64 bits; its tiles exist past 2**56 entries only
+_SIGNED_EDGE = " OR ".join(f"(level = {level} AND {_INDEX} = (SELECT tree_size FROM {_STATE} WHERE id = %s) >> "  # noqa: S608
+                           f"{TILE_HEIGHT * (level + 1)})" for level in range(_EDGE_LEVELS))  # constants only
 _SUBTREES = SubtreeCache()  # the process's proofs share the hashing of the upper tiles' subtrees
 
 
@@ -110,11 +114,10 @@ def tile_content(path: TilePath) -> bytes:
 
 def log_public_keys() -> dict:
     """Public: the origin and the keys that sign checkpoints, as signed-note vkeys and raw keys."""
-    names = ("ed25519", "ml-dsa-65")
     return {"origin": settings.LOG_ORIGIN,
-            "keys": [{"algorithm": name, "key_id": signer.key_id.hex(), "signature_type": signer.type.hex(),
-                      "public_key": base64.b64encode(signer.public_key).decode(), "vkey": signer.vkey}
-                     for name, signer in zip(names, log_signers(), strict=True)]}
+            "keys": [{"algorithm": name, "key_id": key.key_id.hex(), "signature_type": key.type.hex(),
+                      "public_key": base64.b64encode(key.public_key).decode(), "vkey": key.vkey}
+                     for name, key in zip(ALGORITHMS, published_log_keys(), strict=True)]}
 
 
 def _bundle(index: int, width: int) -> bytes:
@@ -152,10 +155,12 @@ def _snapshot(wanted: set[tuple[int, int]], record_at: int | None = None) -> Log
     pairs = sorted(wanted)
     condition = " OR ".join(["(level = %s AND " + _INDEX + " = %s)"] * len(pairs)) or "FALSE"
     # Only quoted names are formatted in; values are parameters. The state row rides along as level -1, the
-    # record's id (as text) as level -2.
-    sql = (f"SELECT level, {_INDEX}, hashes FROM {_TILES} WHERE width < %s OR {condition} "  # noqa: S608
+    # record's id (as text) as level -2. The signed tree's right edge comes by its size as well as by width:
+    # with a signer service the tiles may already hold a larger tree, whose edge tiles are full at that size.
+    sql = (f"SELECT level, {_INDEX}, hashes FROM {_TILES} WHERE width < %s OR {condition} OR {_SIGNED_EDGE} "  # noqa: S608
            f"UNION ALL SELECT -1, tree_size, checkpoint FROM {_STATE} WHERE id = %s")
-    params = [TILE_WIDTH, *(value for pair in pairs for value in pair), LogState.SINGLETON]
+    params = [TILE_WIDTH, *(value for pair in pairs for value in pair), *[LogState.SINGLETON] * _EDGE_LEVELS,
+              LogState.SINGLETON]
     if record_at is not None:
         sql += f" UNION ALL SELECT -2, log_index, {_RECORD_ID_BYTES} FROM {_RECORDS} WHERE log_index = %s"  # noqa: S608
         params.append(record_at)

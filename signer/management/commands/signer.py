@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from core.keyring import signer_secret
 from signer.backends.registry import close_backends
 from signer.server import SignerServer
+from signer.service import purposes_start
 
 
 class Command(BaseCommand):
@@ -25,6 +26,7 @@ class Command(BaseCommand):
             raise CommandError("set SIGNER_SERVICE=true (with KEY_ENCRYPTION_KEY, LOG_SIGNING_KEY and SIGNER_SECRET) "
                                "in the signer's environment: DEBUG is off")
         server = SignerServer(path, signer_secret())
+        purposes_start()  # before listening: the log's public keys are published before anything is signed
         signal.signal(signal.SIGTERM, lambda *_: server.stop())
         self.stdout.write(f"signer listening on {path}")
         self.stdout.flush()
