@@ -111,12 +111,13 @@ def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_proc
         return found if found["status"] == "integrated" else None
 
     inclusion = _sequenced(inclusion, make, output_path, "the first record sequenced")
-    # A server-managed signature comes from the signer service beside the server, over its socket.
-    hosted = client.generator_register(name="hosted")
-    assert client.sign(photo_bytes(fmt="png"), generator_id=hosted["generator_id"], model="m-2").record_id
     assert inclusion["index"] == 0 and inclusion["tree_size"] >= 1
     checkpoint = requests.get(f"{base}/v1/log/checkpoint", timeout=30)
     assert checkpoint.status_code == 200 and checkpoint.text.splitlines()[1] == str(inclusion["tree_size"])
+    # A server-managed signature comes from the signer service beside the server, over its socket (and the
+    # checkpoints above were signed there too).
+    hosted = client.generator_register(name="hosted")
+    assert client.sign(photo_bytes(fmt="png"), generator_id=hosted["generator_id"], model="m-2").record_id
     assert requests.get(f"{base}/v1/records/{created.record_id}", timeout=30).json()["log"]["status"] == "integrated"
 
     # The sequencer dies (a crash, an OOM kill): run_dev reports it and starts another, as a supervisor would.

@@ -10,11 +10,12 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
 OWN = {"bench", "tests", "config", "core", "accounts", "audit", "billing", "generators", "provenance", "verification",
-       "webhooks", "teams", "transparency", "dashboard", "media_codecs", "record_format", "svc_client"}
+       "webhooks", "teams", "transparency", "dashboard", "media_codecs", "record_format", "svc_client", "signer"}
 # Import names that differ from the distribution's name.
 DISTRIBUTION_OF = {"PIL": "pillow", "cv2": "opencv-python-headless", "skimage": "scikit-image", "av": "av",
                    "django": "django", "rest_framework": "djangorestframework", "imwatermark": "invisible-watermark",
-                   "pywt": "pywavelets", "psycopg": "psycopg", "jwt": "pyjwt", "yaml": "pyyaml"}
+                   "pywt": "pywavelets", "psycopg": "psycopg", "jwt": "pyjwt", "yaml": "pyyaml",
+                   "pkcs11": "python-pkcs11"}
 
 
 def _imported_top_modules(folder: Path) -> set[str]:

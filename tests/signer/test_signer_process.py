@@ -152,3 +152,33 @@ def test_the_signer_makes_a_generator_key_sealed_under_its_own_key(signer):
             signer_call("generate-key", org_id=signer["org"], generator_id=generator, path=signer["path"],
                         secret=signer["secret"], args=args)
         assert refused.value.error == error
+
+
+def test_a_kept_connection_to_a_signer_that_restarted_is_replaced_without_an_error(signer, tmp_path):
+    from core import signer_client
+
+    path = str(tmp_path / "restarting.sock")
+
+    def start() -> subprocess.Popen:
+        Path(path).unlink(missing_ok=True)  # a killed signer leaves its socket file behind
+        process = subprocess.Popen([sys.executable, "manage.py", "signer", "--socket", path], cwd=ROOT,
+                                   env=signer["env"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_process(lambda: Path(path).exists(), process, what="the signer's socket", cpu_budget=60)
+        return process
+
+    first = start()
+    try:
+        _sign(signer, path=path, message=b"before the restart")
+        kept = signer_client._connections.open[path]
+        first.kill()
+        first.wait(timeout=60)
+        second = start()
+    finally:
+        first.kill()
+    try:
+        signature = _sign(signer, path=path, message=b"after the restart")
+        assert ML_DSA_65.verify(bytes.fromhex(signer["public_key"]), b"after the restart", signature)
+        assert signer_client._connections.open[path] is not kept  # a new connection, made once
+    finally:
+        second.terminate()
+        second.wait(timeout=60)
