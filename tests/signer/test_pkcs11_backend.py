@@ -207,3 +207,26 @@ def test_eight_threads_signing_concurrently_all_get_valid_signatures(pkcs11_back
     assert failures == [] and len(results) == 400
     for algorithm, message, signature in results:
         _verify(algorithm, keys[algorithm].public_key, signature, message)
+
+
+def test_a_signer_whose_key_backend_cannot_make_generator_keys_refuses_to_start(softhsm_token, tmp_path):
+    """SIGNER_KEY_BACKEND=pkcs11 on a token without ML-DSA (SoftHSMv2 2.6.1): registrations would all fail,
+    so the signer says why at start instead of listening."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "DEBUG": "true", "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+           "SIGNER_KEY_BACKEND": "pkcs11", "SIGNER_PKCS11_MODULE": softhsm_token.module_path,
+           "SIGNER_PKCS11_TOKEN": softhsm_token.label, "SIGNER_PKCS11_PIN": softhsm_token.pin,
+           "SOFTHSM2_CONF": str(softhsm_token.configuration), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    started = subprocess.run([sys.executable, "manage.py", "signer", "--socket", str(tmp_path / "s.sock")],
+                             cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert started.returncode != 0
+    assert "offers ed25519, es256 but not ml-dsa-65" in started.stderr
+    unconfigured = subprocess.run([sys.executable, "manage.py", "signer", "--socket", str(tmp_path / "s.sock")],
+                                  cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300,
+                                  env={**env, "SIGNER_KEY_BACKEND": "aws-kms"})
+    assert unconfigured.returncode != 0 and "'aws-kms', which is not configured here" in unconfigured.stderr
