@@ -38,6 +38,8 @@ from generators.services import KeyMaterial, generator_signing_seed, sealed_key_
 from record_format import crypto
 from signer.backends.base import BackendError
 from signer.backends.registry import backend_named, default_backend_name
+from signer.counting import signature_counted
+from signer.es256 import es256_key_in_backend
 
 logger = logging.getLogger("signer")
 
@@ -204,6 +206,8 @@ def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) ->
         return _refused(request, "unavailable", "the key does not unseal (logged for the operator)")
     logger.info("signed %s for generator %s (kid %s, org %s), message sha256 %s", request.purpose,
                 request.generator_id, request.kid, request.org_id, request.message_digest)
+    signature_counted(org_id=request.org_id, generator_id=request.generator_id, purpose=request.purpose,
+                      algorithm=request.algorithm)
     return SignResponse(request.request_id, signature=signature)
 
 
@@ -221,6 +225,9 @@ def _sign(key: GeneratorKey, request: SignRequest) -> bytes:
         if key.key_backend != "sealed":
             return _backend_signature(key.key_backend, key.key_reference, request)
         return crypto.sign(generator_signing_seed(key), request.message)
+    held = es256_key_in_backend(key)
+    if held is not None:
+        return _backend_signature(*held, request)
     private_key = generator_es256_signing_key(key)
     r, s = decode_dss_signature(private_key.sign(request.message, ec.ECDSA(hashes.SHA256())))
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # COSE's r || s
