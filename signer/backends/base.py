@@ -57,5 +57,15 @@ class KeyBackend(ABC):
     def public_key(self, reference: str, algorithm: str) -> bytes:
         """The public key of `reference` (encodings above), read back from the store. Raises BackendError."""
 
+    def import_key(self, algorithm: str, private_key: bytes, label: str) -> NewKey:
+        """Take an existing private key into the store, to be used there like one made there (never to be read
+        out again), labelled `label`. `private_key`: the 32-byte seed for `ml-dsa-65` (FIPS 204 xi) and
+        `ed25519` (RFC 8032), the 32-byte big-endian private scalar for `es256`.
+
+        Idempotent per label: when the store already holds a key labelled `label` with this key's public key
+        (an import whose caller stopped before recording it), that key is returned and none is added.
+        Raises UnsupportedAlgorithm (the default: a store that takes no keys in), BackendError."""
+        raise UnsupportedAlgorithm(f"the {self.name} backend does not take existing keys in")
+
     def close(self) -> None:  # noqa: B027 (most backends hold nothing to let go of)
         """Let go of sessions and connections (the signer calls it on stop)."""
