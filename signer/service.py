@@ -32,14 +32,13 @@ from core.cache import cache_key, redis_client, redis_failed, redis_skipped
 from core.errors import KeyUnavailable
 from core.signer_client import SignerRefused
 from core.signer_protocol import WINDOW_SECONDS, SignRequest, SignResponse
-from generators.certificates import generator_es256_signing_key
 from generators.models import Generator, GeneratorKey
 from generators.services import KeyMaterial, generator_signing_seed, sealed_key_material
 from record_format import crypto
 from signer.backends.base import BackendError
 from signer.backends.registry import backend_named, default_backend_name
 from signer.counting import signature_counted
-from signer.es256 import es256_key_in_backend
+from signer.es256 import es256_signing_key
 
 logger = logging.getLogger("signer")
 
@@ -225,10 +224,10 @@ def _sign(key: GeneratorKey, request: SignRequest) -> bytes:
         if key.key_backend != "sealed":
             return _backend_signature(key.key_backend, key.key_reference, request)
         return crypto.sign(generator_signing_seed(key), request.message)
-    held = es256_key_in_backend(key)
-    if held is not None:
-        return _backend_signature(*held, request)
-    private_key = generator_es256_signing_key(key)
+    held = es256_signing_key(key)
+    if held.private_key is None:
+        return _backend_signature(held.backend, held.reference, request)
+    private_key = held.private_key
     r, s = decode_dss_signature(private_key.sign(request.message, ec.ECDSA(hashes.SHA256())))
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # COSE's r || s
 

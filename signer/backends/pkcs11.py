@@ -28,6 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pkcs11
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.mldsa import MLDSA65PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pkcs11 import Attribute, KeyType, Mechanism, MechanismFlag, ObjectClass
 from pkcs11.exceptions import MultipleObjectsReturned, MultipleTokensReturned, NoSuchKey, NoSuchToken, PKCS11Error
 
@@ -47,6 +51,7 @@ CKM_EDDSA = 0x00001057
 CKM_ML_DSA_KEY_PAIR_GEN = 0x0000001C
 CKM_ML_DSA = 0x0000001D
 CKA_PARAMETER_SET = 0x0000061D
+CKA_SEED = 0x00000637  # 3.2: an ML-DSA private key's 32-byte seed (FIPS 204 xi)
 CKP_ML_DSA_65 = 0x00000002
 CKF_OS_LOCKING_OK = 0x00000002
 CKR_OK = 0x00000000
@@ -117,6 +122,46 @@ def key_pair_request(algorithm: str, label: str, key_id: bytes) -> KeyPairReques
         Attribute.SIGN: True,
     }
     return KeyPairRequest(recipe.key_type, recipe.generate_mechanism, public_template, private_template)
+
+
+@dataclass(frozen=True)
+class KeyImport:
+    """What C_CreateObject receives for a key taken in: its public key object, then its private key object."""
+
+    public_template: dict[int, Any]
+    private_template: dict[int, Any]
+
+
+def key_import_request(algorithm: str, private_key: bytes, public_key: bytes, label: str,
+                       key_id: bytes) -> KeyImport:
+    """The two objects of an existing key: the same attributes as a key made in the token (sensitive, never
+    extractable, on the token under `key_id` and `label`), plus the key's values (the curve or parameter set
+    on the private key too, as C_CreateObject needs it)."""
+    recipe = RECIPES[algorithm]
+    made = key_pair_request(algorithm, label, key_id)
+    if recipe.public_key_attribute == Attribute.EC_POINT:  # a DER OCTET STRING around the point
+        public_value = bytes((0x04, len(public_key))) + public_key
+    else:
+        public_value = public_key
+    private_attribute = CKA_SEED if algorithm == "ml-dsa-65" else Attribute.VALUE  # EC: the scalar; EdDSA: the seed
+    return KeyImport({**made.public_template, recipe.public_key_attribute: public_value},
+                     {**made.private_template, **recipe.public_attributes, private_attribute: private_key})
+
+
+def public_key_of(algorithm: str, private_key: bytes) -> bytes:
+    """The public key (encodings of signer/backends/base.py) of a private key as import_key takes it.
+    Raises BackendError for one that is not a key of `algorithm`."""
+    if len(private_key) != 32:
+        raise BackendError(f"an {algorithm} private key to import is 32 bytes, not {len(private_key)}")
+    try:
+        if algorithm == "es256":
+            key = ec.derive_private_key(int.from_bytes(private_key, "big"), ec.SECP256R1())
+            return key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+        if algorithm == "ed25519":
+            return Ed25519PrivateKey.from_private_bytes(private_key).public_key().public_bytes_raw()
+        return MLDSA65PrivateKey.from_seed_bytes(private_key).public_key().public_bytes_raw()
+    except ValueError:
+        raise BackendError(f"not an {algorithm} private key") from None
 
 
 def return_value_name(error: PKCS11Error) -> str:
@@ -310,6 +355,31 @@ class Pkcs11Backend(KeyBackend):
             )
             public_key = self._read_public_key(public, recipe)
         return NewKey(public_key=public_key, reference=key_id.hex())
+
+    def import_key(self, algorithm: str, private_key: bytes, label: str) -> NewKey:
+        recipe = self._recipe(algorithm, self._token_mechanisms(), needs_generation=False)
+        public_key = public_key_of(algorithm, private_key)
+        with self._session() as pooled, token_errors("key import"):
+            key_id = self._imported_before(pooled, recipe, label, public_key)
+            request = key_import_request(algorithm, private_key, public_key, label, key_id or
+                                         secrets.token_bytes(KEY_ID_BYTES))
+            if key_id is None:
+                pooled.session.create_object(request.public_template)
+                key_id = request.public_template[Attribute.ID]
+            # The public object first: a run stopped between the two finds it by label and adds the private one.
+            if not list(pooled.session.get_objects({Attribute.CLASS: ObjectClass.PRIVATE_KEY,
+                                                    Attribute.KEY_TYPE: recipe.key_type, Attribute.ID: key_id})):
+                pooled.session.create_object(request.private_template)
+        return NewKey(public_key=public_key, reference=key_id.hex())
+
+    def _imported_before(self, pooled: _PooledSession, recipe: KeyRecipe, label: str,
+                         public_key: bytes) -> bytes | None:
+        """The CKA_ID of the public key object labelled `label` holding `public_key`, if the token has one."""
+        for public in pooled.session.get_objects({Attribute.CLASS: ObjectClass.PUBLIC_KEY,
+                                                  Attribute.KEY_TYPE: recipe.key_type, Attribute.LABEL: label}):
+            if self._read_public_key(public, recipe) == public_key:
+                return bytes(public[Attribute.ID])
+        return None
 
     def sign(self, reference: str, algorithm: str, message: bytes) -> bytes:
         recipe = self._recipe(algorithm, self._mechanisms, needs_generation=False)

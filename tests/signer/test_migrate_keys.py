@@ -4,6 +4,10 @@ SoftHSMv2, a run killed between an import and its commit resumes without a secon
 
 import io
 import os
+import re
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -13,6 +17,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, connections
@@ -21,28 +26,33 @@ from core.sealing import sealed_key_id
 from generators.certificates import generator_c2pa_credentials
 from generators.models import GeneratorCertificate, GeneratorKey
 from record_format import crypto
+from signer.backends import registry
+from signer.backends.base import UnsupportedAlgorithm
 from signer.signing import signature_of
 from tests import factories
 from tests.key_rings import NEW_ONLY, OLD_SECRET, ROTATED
 from tests.media import photo_bytes
 
-pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL row locks and a shared database"),
-]
+
+def on_postgres(test):
+    """PostgreSQL only: row locks, and a database the threads and the killed process share with the test."""
+    for mark in (pytest.mark.postgres, pytest.mark.django_db(transaction=True),
+                 pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL")):
+        test = mark(test)
+    return test
+
 ROOT = Path(__file__).resolve().parents[2]
 GENERATORS = 3
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def _web_ring(settings):
     settings.KEY_ENCRYPTION_KEY = OLD_SECRET  # the ring the web process had when the keys were sealed
     settings.REDIS_URL = ""
 
 
 @pytest.fixture
-def hybrid_keys(growth_org):
+def hybrid_keys(growth_org, _web_ring):
     """Hybrid server-managed generators with their certificates issued: per generator, a sealed ML-DSA-65
     seed and a sealed ES256 key."""
     keys = []
@@ -142,6 +152,7 @@ def _sealed_ids() -> list[str]:
     return sorted(sealed_key_id(bytes(blob)) for blob in blobs if blob is not None)
 
 
+@on_postgres
 def test_resealing_under_the_signers_own_id_while_threads_sign(settings, growth_org, hybrid_keys, key_client,
                                                                 api_client):
     factories.make_user(org=growth_org, role="owner")
@@ -170,6 +181,7 @@ def test_resealing_under_the_signers_own_id_while_threads_sign(settings, growth_
     _verified(api_client, _sign_photo(key_client, growth_org, hybrid_keys[0]))
 
 
+@on_postgres
 def test_a_key_sealed_under_an_id_the_signer_lacks_is_reported_failed(settings, hybrid_keys):
     settings.KEY_ENCRYPTION_KEY = NEW_ONLY  # OLD_SECRET, which sealed them, is not in this ring
     output = io.StringIO()
@@ -182,3 +194,141 @@ def test_a_key_sealed_under_an_id_the_signer_lacks_is_reported_failed(settings, 
 def test_an_unknown_backend_is_refused():
     with pytest.raises(CommandError, match="no key backend 'nowhere'"):
         call_command("signer_migrate_keys", "--to", "nowhere", stdout=io.StringIO())
+
+
+@pytest.fixture
+def token_backend(settings, softhsm_token):
+    """The deployment's `pkcs11` backend on the SoftHSMv2 test token, as the signer's settings configure it."""
+    settings.SIGNER_PKCS11_MODULE, settings.SIGNER_PKCS11_TOKEN = softhsm_token.module_path, softhsm_token.label
+    settings.SIGNER_PKCS11_PIN = softhsm_token.pin
+    yield registry.backend_named("pkcs11")
+    registry.close_backends()
+
+
+def _token_objects(backend, label: str) -> list[tuple[str, bytes]]:
+    """(class, CKA_ID) of each object the token holds under `label`."""
+    from pkcs11 import Attribute
+
+    with backend._session() as pooled:
+        return sorted((str(item[Attribute.CLASS]), bytes(item[Attribute.ID]))
+                      for item in pooled.session.get_objects({Attribute.LABEL: label}))
+
+
+def _es256_rows() -> list[tuple[str, str, bool]]:
+    return sorted((backend, reference, blob is None) for backend, reference, blob in GeneratorCertificate.objects
+                  .values_list("es256_key_backend", "es256_key_reference", "encrypted_es256_private_key"))
+
+
+@on_postgres
+def test_moving_es256_keys_into_softhsm_while_threads_sign(growth_org, hybrid_keys, token_backend, key_client,
+                                                           api_client):
+    factories.make_user(org=growth_org, role="owner")
+    signed_before = _sign_photo(key_client, growth_org, hybrid_keys[0])
+    verified_before = _verified(api_client, signed_before)
+
+    dry = _run("--to", "pkcs11", "--dry-run")
+    assert (f"generator keys (ml-dsa-65): 0 would move, 0 already there (pkcs11), {GENERATORS} left sealed "
+            "(the backend cannot hold ml-dsa-65), 0 failed") in dry
+    assert f"C2PA ES256 keys (es256): {GENERATORS} would move, 0 already there (pkcs11)" in dry
+    assert _es256_rows() == [("sealed", "", False)] * GENERATORS
+
+    with Signers(hybrid_keys) as signers:
+        moved = _run("--to", "pkcs11", "--batch-size", "1")
+    assert signers.failures == [] and signers.signed > 0
+    assert f"summary: {GENERATORS} moved, 0 already there (pkcs11), {GENERATORS} left sealed" in moved
+    for key in hybrid_keys:
+        row = GeneratorCertificate.objects.get(pk=key.pk)
+        assert (row.es256_key_backend, row.encrypted_es256_private_key) == ("pkcs11", None)
+        assert token_backend.public_key(row.es256_key_reference, "es256") == _es256_public_key(key).public_bytes(
+            Encoding.X962, PublicFormat.UncompressedPoint)
+    assert GeneratorKey.objects.filter(key_backend="sealed", encrypted_private_key__isnull=False).count() == GENERATORS
+
+    again = _run("--to", "pkcs11")
+    assert f"summary: nothing moved: 0 moved, {GENERATORS} already there (pkcs11), {GENERATORS} left sealed" in again
+    assert _verified(api_client, signed_before) == verified_before
+    _verified(api_client, _sign_photo(key_client, growth_org, hybrid_keys[0]))
+
+
+@on_postgres
+def test_a_run_killed_between_an_import_and_its_commit_resumes_without_a_second_key(settings, hybrid_keys,
+                                                                                   token_backend, softhsm_token):
+    database = connection.settings_dict
+    url = (f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/"
+           f"{database['NAME']}")
+    env = {**os.environ, "DATABASE_URL": url, "DEBUG": "true", "SECRET_KEY": settings.SECRET_KEY,
+           "KEY_ENCRYPTION_KEY": OLD_SECRET, "SIGNER_PKCS11_MODULE": softhsm_token.module_path,
+           "SIGNER_PKCS11_TOKEN": softhsm_token.label, "SIGNER_PKCS11_PIN": softhsm_token.pin,
+           "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT)}
+    env.pop("REDIS_URL", None)
+    process = subprocess.Popen([sys.executable, "manage.py", "signer_migrate_keys", "--to", "pkcs11",
+                                "--pause-after-import"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        lines = iter(process.stdout.readline, "")
+        paused = next((line for line in lines if "pausing before the commit" in line), None)
+        assert paused is not None, process.stderr.read()[-2000:]
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+    label = re.match(r"imported (generator-certificate \S+);", paused).group(1)
+    left_behind = _token_objects(token_backend, label)
+    assert len(left_behind) == 2  # the public and private key objects, one CKA_ID
+    assert _es256_rows() == [("sealed", "", False)] * GENERATORS  # its transaction never committed
+
+    resumed = _run("--to", "pkcs11")
+    assert f"summary: {GENERATORS} moved, 0 already there (pkcs11)" in resumed
+    assert _token_objects(token_backend, label) == left_behind  # reused, no second key
+    row = GeneratorCertificate.objects.get(pk=label.split()[1])
+    assert bytes.fromhex(row.es256_key_reference) == left_behind[0][1]
+
+
+def test_the_token_takes_an_es256_key_in_once_per_label(pkcs11_backend):
+    from pkcs11 import Attribute, ObjectClass
+
+    private_key = ec.generate_private_key(ec.SECP256R1())
+    scalar = private_key.private_numbers().private_value.to_bytes(32, "big")
+    first = pkcs11_backend.import_key("es256", scalar, "generator-certificate once")
+    assert pkcs11_backend.import_key("es256", scalar, "generator-certificate once") == first
+    assert first.public_key == private_key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+    signature = pkcs11_backend.sign(first.reference, "es256", b"claim")
+    private_key.public_key().verify(encode_dss_signature(int.from_bytes(signature[:32], "big"),
+                                                         int.from_bytes(signature[32:], "big")),
+                                    b"claim", ec.ECDSA(hashes.SHA256()))
+    with pkcs11_backend._session() as pooled:
+        held = list(pooled.session.get_objects({Attribute.LABEL: "generator-certificate once"}))
+        assert sorted(item[Attribute.CLASS] for item in held) == [ObjectClass.PUBLIC_KEY, ObjectClass.PRIVATE_KEY]
+        private = next(item for item in held if item[Attribute.CLASS] == ObjectClass.PRIVATE_KEY)
+        assert (private[Attribute.TOKEN], private[Attribute.SENSITIVE], private[Attribute.EXTRACTABLE]) == (
+            True, True, False)
+
+
+def test_the_token_takes_an_ed25519_key_in(pkcs11_backend):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    private_key = Ed25519PrivateKey.generate()
+    imported = pkcs11_backend.import_key("ed25519", private_key.private_bytes_raw(), "checkpoint key")
+    assert imported.public_key == private_key.public_key().public_bytes_raw()
+    private_key.public_key().verify(pkcs11_backend.sign(imported.reference, "ed25519", b"tree head"), b"tree head")
+
+
+def test_a_token_without_ml_dsa_refuses_an_ml_dsa_seed(pkcs11_backend):
+    seed, _ = crypto.generate_keypair()
+    with pytest.raises(UnsupportedAlgorithm, match="CKM_ML_DSA"):
+        pkcs11_backend.import_key("ml-dsa-65", seed, "generator-key refused")
+
+
+def test_an_ml_dsa_seed_goes_in_as_the_3_2_seed_attribute_with_its_parameter_set():
+    from pkcs11 import Attribute, ObjectClass
+
+    from signer.backends.pkcs11 import CKA_PARAMETER_SET, CKA_SEED, CKK_ML_DSA, CKP_ML_DSA_65, key_import_request
+
+    seed, public_key = crypto.generate_keypair()
+    request = key_import_request("ml-dsa-65", seed, public_key, "generator-key x", b"\x01" * 16)
+    assert request.private_template[CKA_SEED] == seed and Attribute.VALUE not in request.private_template
+    assert request.public_template[Attribute.VALUE] == public_key
+    for template, object_class in ((request.public_template, ObjectClass.PUBLIC_KEY),
+                                   (request.private_template, ObjectClass.PRIVATE_KEY)):
+        assert (template[Attribute.CLASS], template[Attribute.KEY_TYPE], template[CKA_PARAMETER_SET]) == (
+            object_class, CKK_ML_DSA, CKP_ML_DSA_65)
+    assert (request.private_template[Attribute.SENSITIVE], request.private_template[Attribute.EXTRACTABLE]) == (
+        True, False)
