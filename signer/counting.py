@@ -136,6 +136,10 @@ class MemoryTally:
         with self._lock:
             self._counts[key] += 1
 
+    def discard(self) -> None:
+        with self._lock:
+            self._counts = Counter()
+
     def flush(self) -> None:
         """Write what is counted; on failure keep it for the next flush and raise."""
         with self._flushing:
@@ -220,6 +224,7 @@ class _Flusher:
     def __init__(self) -> None:
         self._stopping = threading.Event()
         self._last_pruned = 0.0
+        self._database = _database_name()
         self._thread = threading.Thread(target=self._run, name="signature-count-flusher", daemon=True)
         self._thread.start()
 
@@ -237,6 +242,11 @@ class _Flusher:
                     folded_at__lt=timezone.now() - FOLD_TOKENS_KEPT).delete())
 
     def _flush(self) -> None:
+        if _database_name() != self._database:
+            # The counts belong to the database the process signed against; a test run that has dropped its
+            # test database must not write them into the one configured after it.
+            _memory.discard()
+            return
         self._guarded(counts_flush)
 
     @staticmethod
@@ -249,6 +259,10 @@ class _Flusher:
             # At most one connection a second, and none held between flushes (a restarted database, or one
             # that must be dropped, finds no idle connection of ours).
             connection.close()
+
+
+def _database_name() -> str:
+    return str(settings.DATABASES["default"]["NAME"])
 
 
 class _FlusherState:

@@ -39,15 +39,17 @@ def es256_signing_key(key: GeneratorKey) -> Es256Key:
         return Es256Key(SEALED, private_key=certificates.generator_es256_signing_key(key))
     row = (GeneratorCertificate.objects.filter(key_id=key.pk)
            .only("key_id", "es256_key_backend", "es256_key_reference", "encrypted_es256_private_key").first())
-    if row is None or (row.es256_key_backend == SEALED and row.encrypted_es256_private_key is None):
-        return Es256Key(SEALED, private_key=certificates.generator_es256_signing_key(key))  # issues it
-    if row.es256_key_backend != SEALED:
+    if row is not None and row.encrypted_es256_private_key is not None:
+        # Sealed; or moved, then issued again with a new sealed key (moving clears the blob in the UPDATE that
+        # records the backend, so a blob beside a backend is newer than the key the backend holds).
+        try:
+            return Es256Key(SEALED, private_key=es256_certificate_private_key(row))
+        except (SealedBlobError, ValueError, certs.CertificateError) as error:
+            logger.error("the ES256 key of generator key %s does not unseal: %s", key.pk, error)
+            raise KeyUnavailable() from None
+    if row is not None and row.es256_key_backend != SEALED:
         return Es256Key(row.es256_key_backend, row.es256_key_reference)
-    try:
-        return Es256Key(SEALED, private_key=es256_certificate_private_key(row))
-    except (SealedBlobError, ValueError, certs.CertificateError) as error:
-        logger.error("the ES256 key of generator key %s does not unseal: %s", key.pk, error)
-        raise KeyUnavailable() from None
+    return Es256Key(SEALED, private_key=certificates.generator_es256_signing_key(key))  # issues one
 
 
 def es256_certificate_private_key(row: GeneratorCertificate) -> ec.EllipticCurvePrivateKey:

@@ -332,3 +332,32 @@ def test_an_ml_dsa_seed_goes_in_as_the_3_2_seed_attribute_with_its_parameter_set
             object_class, CKK_ML_DSA, CKP_ML_DSA_65)
     assert (request.private_template[Attribute.SENSITIVE], request.private_template[Attribute.EXTRACTABLE]) == (
         True, False)
+
+
+@on_postgres
+def test_a_certificate_issued_again_after_its_key_moved_signs_with_its_new_key(hybrid_keys, token_backend):
+    from generators import certificates
+
+    key = hybrid_keys[0]
+    _run("--to", "pkcs11", "--generator", str(key.generator_id))
+    stored = GeneratorCertificate.objects.get(pk=key.pk)
+    assert stored.es256_key_backend == "pkcs11"
+    certificates._issue_es256(stored, key, stored.es256_issuer)  # renewal: a new sealed key, the column unchanged
+    renewed = _es256_public_key(key)
+    org_id = str(key.generator.org_id)
+
+    def signed_by_renewed_key() -> bool:
+        signature = signature_of(key=key, org_id=org_id, purpose="c2pa-claim", algorithm="es256", message=b"claim")
+        try:
+            renewed.verify(encode_dss_signature(int.from_bytes(signature[:32], "big"),
+                                                int.from_bytes(signature[32:], "big")), b"claim",
+                           ec.ECDSA(hashes.SHA256()))
+            return True
+        except InvalidSignature:
+            return False
+
+    assert signed_by_renewed_key()
+    moved = _run("--to", "pkcs11", "--generator", str(key.generator_id))
+    assert "C2PA ES256 keys (es256): 1 moved, 0 already there (pkcs11)" in moved
+    assert GeneratorCertificate.objects.get(pk=key.pk).encrypted_es256_private_key is None
+    assert signed_by_renewed_key()

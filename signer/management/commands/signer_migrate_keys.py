@@ -62,20 +62,20 @@ class SealedKind:
     move: Callable[[object, KeyBackend, Callable[[str], None]], str] | None
 
     def sealed_rows(self, generator: uuid.UUID | None) -> QuerySet:
+        """Rows whose key is sealed in the database: the blob is there (whatever the backend column says: a
+        certificate issued again after its key moved has a new sealed key)."""
         rows = self.model.objects.filter(**{f"{self.blob_column}__isnull": False})
-        if self.backend_column:
-            rows = rows.filter(**{self.backend_column: SEALED})
         return rows.filter(**{self.generator_path: generator}) if generator else rows
 
     def rows_in(self, backend: str, generator: uuid.UUID | None) -> int:
-        rows = self.model.objects.filter(**{self.backend_column: backend})
+        rows = self.model.objects.filter(**{self.backend_column: backend, f"{self.blob_column}__isnull": True})
         return (rows.filter(**{self.generator_path: generator}) if generator else rows).count()
 
 
 def _move_generator_key(pk: uuid.UUID, backend: KeyBackend, imported: Callable[[str], None]) -> str:
     with transaction.atomic():
         key = GeneratorKey.objects.select_for_update().select_related("generator").filter(pk=pk).first()
-        if key is None or key.key_backend != SEALED or key.encrypted_private_key is None:
+        if key is None or key.encrypted_private_key is None:
             return THERE  # moved (or deleted) since it was read
         try:
             seed = generator_signing_seed(key)
@@ -95,7 +95,7 @@ def _move_es256_key(pk: uuid.UUID, backend: KeyBackend, imported: Callable[[str]
         # key read here is the one the certificate stays with until the commit.
         GeneratorKey.objects.select_for_update().filter(pk=pk).first()
         row = GeneratorCertificate.objects.select_for_update().filter(pk=pk).first()
-        if row is None or row.es256_key_backend != SEALED or row.encrypted_es256_private_key is None:
+        if row is None or row.encrypted_es256_private_key is None:
             return THERE
         try:
             private_key = es256_certificate_private_key(row)
