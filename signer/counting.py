@@ -225,6 +225,7 @@ class _Flusher:
         self._stopping = threading.Event()
         self._last_pruned = 0.0
         self._database = _database_name()
+        self._is_failing = False
         self._thread = threading.Thread(target=self._run, name="signature-count-flusher", daemon=True)
         self._thread.start()
 
@@ -249,12 +250,16 @@ class _Flusher:
             return
         self._guarded(counts_flush)
 
-    @staticmethod
-    def _guarded(work) -> None:
+    def _guarded(self, work) -> None:
         try:
             work()
+            if self._is_failing:
+                self._is_failing = False
+                logger.info("signature counts are stored again")
         except Exception:  # the database or Redis is away: what was counted waits for the next flush
-            logger.warning("signature counts could not be stored yet; retrying", exc_info=True)
+            if not self._is_failing:  # once per outage, not once a second
+                self._is_failing = True
+                logger.warning("signature counts could not be stored yet; retrying every second", exc_info=True)
         finally:
             # At most one connection a second, and none held between flushes (a restarted database, or one
             # that must be dropped, finds no idle connection of ours).
