@@ -216,6 +216,7 @@ def _purpose_sign(request: SignRequest, policy: PurposePolicy) -> SignResponse:
         return _refused(request, "refused", reason)
     signature = policy.sign(request)
     logger.info("signed %s with %s, message sha256 %s", request.purpose, request.algorithm, request.message_digest)
+    signature_counted(org_id=request.org_id, generator_id=None, purpose=request.purpose, algorithm=request.algorithm)
     return SignResponse(request.request_id, signature=signature)
 
 

@@ -229,3 +229,32 @@ def test_a_signer_without_redis_stores_its_counts_when_it_stops(settings, tmp_pa
         process.terminate()  # SIGTERM: the signer stops and stores what it counted since its last flush
         process.wait(timeout=60)
     assert _count_of(generator.pk) == 30
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_checkpoint_signed_by_the_signer_is_counted_without_organization_or_generator(settings):
+    import time
+
+    from core.signer_protocol import SignRequest
+    from signer.service import request_sign
+    from tests.transparency.logs import make_key, make_records
+    from transparency import note, services
+    from transparency.models import LogState
+
+    settings.REDIS_URL = ""
+    make_records(make_key(), 3)
+    services.log_sequence()
+    state = LogState.objects.get()
+    message = note.Checkpoint(origin=settings.LOG_ORIGIN, tree_size=3, root_hash=bytes(state.root_hash)).text()
+
+    def checkpoints_counted() -> int:
+        counting.counts_flush()
+        row = SignatureCount.objects.filter(day=_today(), org_id=None, generator_id=None, purpose="checkpoint",
+                                            algorithm="ed25519").first()
+        return row.count if row else 0
+
+    before = checkpoints_counted()
+    answer = request_sign(SignRequest.new(org_id="", generator_id="", algorithm="ed25519", purpose="checkpoint",
+                                          message=message.encode(), now_ms=int(time.time() * 1000)))
+    assert answer.ok, answer.detail
+    assert checkpoints_counted() == before + 1

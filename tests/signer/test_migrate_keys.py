@@ -24,7 +24,7 @@ from django.db import connection, connections
 
 from core.sealing import sealed_key_id
 from generators.certificates import generator_c2pa_credentials
-from generators.models import GeneratorCertificate, GeneratorKey
+from generators.models import CertificateAuthority, GeneratorCertificate, GeneratorKey
 from record_format import crypto
 from signer.backends import registry
 from signer.backends.base import UnsupportedAlgorithm
@@ -148,7 +148,8 @@ def _run(*args: str) -> str:
 
 def _sealed_ids() -> list[str]:
     blobs = [*GeneratorKey.objects.values_list("encrypted_private_key", flat=True),
-             *GeneratorCertificate.objects.values_list("encrypted_es256_private_key", flat=True)]
+             *GeneratorCertificate.objects.values_list("encrypted_es256_private_key", flat=True),
+             *CertificateAuthority.objects.values_list("encrypted_private_key", flat=True)]
     return sorted(sealed_key_id(bytes(blob)) for blob in blobs if blob is not None)
 
 
@@ -167,14 +168,17 @@ def test_resealing_under_the_signers_own_id_while_threads_sign(settings, growth_
     assert "summary: dry run, nothing changed" in dry
     assert sorted(map(bytes, GeneratorKey.objects.values_list("encrypted_private_key", flat=True))) == blobs
 
+    authorities = CertificateAuthority.objects.filter(encrypted_private_key__isnull=False).count()
     with Signers(hybrid_keys) as signers:
         moved = _run("--to", "sealed", "--batch-size", "1")
     assert signers.failures == [] and signers.signed > 0
-    assert f"summary: {2 * GENERATORS} moved, 0 already there (sealed), 0 left sealed, 0 failed" in moved
-    assert _sealed_ids() == ["k2"] * 2 * GENERATORS
+    sealed = 2 * GENERATORS + authorities
+    assert f"C2PA CA keys (es256 and ml-dsa-65): {authorities} moved" in moved and authorities >= 2
+    assert f"summary: {sealed} moved, 0 already there (sealed), 0 left sealed, 0 failed" in moved
+    assert _sealed_ids() == ["k2"] * sealed
 
     again = _run("--to", "sealed")
-    assert f"summary: nothing moved: 0 moved, {2 * GENERATORS} already there (sealed)" in again
+    assert f"summary: nothing moved: 0 moved, {sealed} already there (sealed)" in again
 
     settings.KEY_ENCRYPTION_KEY = NEW_ONLY  # the web process's id dropped from the signer's ring
     assert _verified(api_client, signed_before) == verified_before

@@ -4,8 +4,9 @@ Moves the server-managed keys still sealed in the database into BACKEND; run whe
 key-encryption key and the backend's configuration). docs/signer-migration.md says when and how.
 
 - `--to sealed`: seals them again under the newest KEY_ENCRYPTION_KEY id (the signer's own), as
-  reseal_secrets does: the generators' ML-DSA-65 seeds, the ES256 keys of hybrid generators' certificates and
-  the organizations' uploaded ES256 keys.
+  reseal_secrets does for the private keys: the generators' ML-DSA-65 seeds, the ES256 keys of hybrid
+  generators' certificates, the organizations' uploaded ES256 keys and the C2PA CAs' keys (all held by the
+  signer; webhook secrets are the web process's, under SECRET_ENCRYPTION_KEY).
 - `--to pkcs11` (any backend that takes keys in, KeyBackend.import_key): the ML-DSA-65 seeds and the
   certificates' ES256 keys are imported into the backend, labelled with their row's id; a key whose algorithm
   the backend cannot hold is left sealed and reported, not failed.
@@ -33,7 +34,7 @@ from core.errors import KeyUnavailable
 from core.keyring import private_key_sealing_ring
 from core.sealing import SealedBlobError, sealed_key_id
 from generators.certificates import c2pa_secret_reseal
-from generators.models import GeneratorCertificate, GeneratorKey, GeneratorUploadedCertificate
+from generators.models import CertificateAuthority, GeneratorCertificate, GeneratorKey, GeneratorUploadedCertificate
 from generators.services import generator_key_reseal, generator_signing_seed
 from signer.backends.base import BackendError, KeyBackend, UnsupportedAlgorithm
 from signer.backends.registry import SEALED, backend_named
@@ -56,8 +57,8 @@ class SealedKind:
     algorithm: str
     model: type
     blob_column: str
-    backend_column: str | None  # None: no backend can hold it (the uploaded keys), only resealing applies
-    generator_path: str  # the lookup from the row to its generator's id
+    backend_column: str | None  # None: no backend can hold it (uploaded and CA keys), only resealing applies
+    generator_path: str | None  # the lookup from the row to its generator's id; None: no generator's (a CA)
     reseal: Callable[[object], bool]
     move: Callable[[object, KeyBackend, Callable[[str], None]], str] | None
 
@@ -65,7 +66,9 @@ class SealedKind:
         """Rows whose key is sealed in the database: the blob is there (whatever the backend column says: a
         certificate issued again after its key moved has a new sealed key)."""
         rows = self.model.objects.filter(**{f"{self.blob_column}__isnull": False})
-        return rows.filter(**{self.generator_path: generator}) if generator else rows
+        if generator is None:
+            return rows
+        return rows.filter(**{self.generator_path: generator}) if self.generator_path else rows.none()
 
     def rows_in(self, backend: str, generator: uuid.UUID | None) -> int:
         rows = self.model.objects.filter(**{self.backend_column: backend, f"{self.blob_column}__isnull": True})
@@ -133,6 +136,8 @@ KINDS = (
                _move_es256_key),
     SealedKind("uploaded C2PA keys", "es256", GeneratorUploadedCertificate, "encrypted_private_key", None,
                "generator_id", lambda pk: c2pa_secret_reseal(model=GeneratorUploadedCertificate, pk=pk), None),
+    SealedKind("C2PA CA keys", "es256 and ml-dsa-65", CertificateAuthority, "encrypted_private_key", None, None,
+               lambda pk: c2pa_secret_reseal(model=CertificateAuthority, pk=pk), None),
 )
 
 
