@@ -216,7 +216,7 @@ def _move_kind(kind: SealedKind, backend: KeyBackend, generator: uuid.UUID | Non
     for pk in _keys(kind.sealed_rows(generator), batch_size):
         if not holds:
             tally.add(LEFT)
-            tally.why_left = f"the backend cannot hold {kind.algorithm}"
+            tally.why_left = tally.why_left or f"the backend cannot hold {kind.algorithm}"
         elif dry_run:
             tally.add(MOVED)
         else:
@@ -232,7 +232,7 @@ def _move_one(kind: SealedKind, pk: object, backend: KeyBackend, imported: Calla
     except UnsupportedAlgorithm as error:
         logger.info("signer_migrate_keys: %s left sealed: %s", kind.label, error)
         tally.add(LEFT)
-        tally.why_left = f"the backend cannot hold {kind.algorithm}"
+        tally.why_left = f"the backend does not take {kind.algorithm} keys in"
         return False
     except MoveFailed as error:
         logger.error("signer_migrate_keys: %s row %s stays sealed: %s", kind.label, pk, error)
