@@ -26,6 +26,7 @@ from core.sealing import sealed_key_id
 from generators.certificates import generator_c2pa_credentials
 from generators.models import CertificateAuthority, GeneratorCertificate, GeneratorKey
 from record_format import crypto
+from signer import counting
 from signer.backends import registry
 from signer.backends.base import UnsupportedAlgorithm
 from signer.signing import signature_of
@@ -62,7 +63,8 @@ def hybrid_keys(growth_org, _web_ring):
         key = generator.keys.get()
         generator_c2pa_credentials(key, private_key=False)
         keys.append(key)
-    return keys
+    yield keys
+    counting.counts_flush()  # stored now: the flusher thread then holds no connection when the database goes
 
 
 def _es256_public_key(key: GeneratorKey) -> ec.EllipticCurvePublicKey:
