@@ -334,8 +334,11 @@ def _issue_es256(stored: GeneratorCertificate, key: GeneratorKey, issuer: Certif
     stored.es256_certificate = _end_entity(private_key.public_key(), key, issuer)
     stored.es256_issuer = issuer
     stored.encrypted_es256_private_key = _seal(certs.ec_private_key_der(private_key), _es256_context(key.pk))
+    # The new key is sealed here, whatever backend held the previous one (signer_migrate_keys moves it again).
+    stored.es256_key_backend, stored.es256_key_reference = "sealed", ""
     stored.updated_at = timezone.now()
-    stored.save(update_fields=["es256_certificate", "es256_issuer", "encrypted_es256_private_key", "updated_at"])
+    stored.save(update_fields=["es256_certificate", "es256_issuer", "encrypted_es256_private_key", "es256_key_backend",
+                               "es256_key_reference", "updated_at"])
 
 
 def _end_entity(public_key: certs.PublicKey, key: GeneratorKey, issuer: CertificateAuthority) -> bytes:

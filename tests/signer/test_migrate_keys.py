@@ -348,7 +348,9 @@ def test_a_certificate_issued_again_after_its_key_moved_signs_with_its_new_key(h
     _run("--to", "pkcs11", "--generator", str(key.generator_id))
     stored = GeneratorCertificate.objects.get(pk=key.pk)
     assert stored.es256_key_backend == "pkcs11"
-    certificates._issue_es256(stored, key, stored.es256_issuer)  # renewal: a new sealed key, the column unchanged
+    certificates._issue_es256(stored, key, stored.es256_issuer)  # renewal: a new sealed key
+    stored.refresh_from_db()
+    assert (stored.es256_key_backend, stored.es256_key_reference) == ("sealed", "")
     renewed = _es256_public_key(key)
     org_id = str(key.generator.org_id)
 
