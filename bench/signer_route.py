@@ -7,6 +7,9 @@ and asks a `manage.py signer` (sealed backend). Closed-loop clients send server-
 one server at a time, alternating rounds, so both see the same machine; the idle server costs nothing.
 
     .venv/bin/python bench/signer_route.py [--clients 8] [--seconds 10] [--rounds 3] [--content text|image]
+        [--workers 2] [--no-pkcs11]
+
+Then, unless --no-pkcs11, the PKCS#11 backend's signing rates on SoftHSMv2 (bench/signer_pkcs11.py).
 """
 
 import argparse
@@ -14,6 +17,7 @@ import contextlib
 import http.client
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -92,6 +96,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--content", choices=("text", "image"), default="text")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers of each server")
+    parser.add_argument("--no-pkcs11", action="store_true", help="skip the PKCS#11 (SoftHSMv2) signing rates")
     args = parser.parse_args()
     with stack() as (env, _, _):
         from bench.sign_verify import photo
@@ -143,6 +148,11 @@ def main() -> None:
     local, remote = rates["in process"], rates["through the signer"]
     print(f"\nThrough the signer / in process: throughput {remote[0] / local[0]:.1%}, "
           f"p50 {1000 * (remote[1] - local[1]):+.2f} ms, p99 {1000 * (remote[2] - local[2]):+.2f} ms")
+    if not args.no_pkcs11:
+        # The PKCS#11 backend's signing rate beside it (SoftHSMv2; bench/signer_pkcs11.py on its own token).
+        print("\nPKCS#11 (SoftHSMv2) beside signing in process:")
+        subprocess.run([sys.executable, str(Path(__file__).with_name("signer_pkcs11.py")), "--seconds", "2"],
+                       check=False)
 
 
 if __name__ == "__main__":
