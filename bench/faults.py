@@ -121,25 +121,28 @@ class RecordsLoad:
         conn = None
         while not self._stop.is_set():
             try:
-                org, key, body = self.jobs.get_nowait()
+                org, key, payload = self.jobs.get_nowait()
             except queue.Empty:
                 return
             if conn is None:
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
             answer = {"org": org, "at": time.monotonic()}
             try:
-                conn.request("POST", "/v1/records", body=body, headers=_json_headers(key))
-                response = conn.getresponse()
-                answer.update(status=response.status, body=response.read(),
-                              retry_after=response.getheader("Retry-After"))
+                answer.update(self._send(conn, key, payload))
             except (OSError, http.client.HTTPException) as exc:
                 answer.update(status=None, error=type(exc).__name__)
                 conn.close()
                 conn = None
+            answer["done"] = time.monotonic()
             with self._lock:
                 self.answers.append(answer)
             if answer.get("status") == 429:
                 time.sleep(0.2)
+
+    def _send(self, conn: http.client.HTTPConnection, key: str, body: bytes) -> dict:
+        conn.request("POST", "/v1/records", body=body, headers=_json_headers(key))
+        response = conn.getresponse()
+        return {"status": response.status, "body": response.read(), "retry_after": response.getheader("Retry-After")}
 
 
 def _postgres_orgs(count_bodies: int):
@@ -435,29 +438,13 @@ def sign_body(generator_id: str, text: str) -> tuple[bytes, str]:
 class SignLoad(RecordsLoad):
     """Client threads POSTing distinct texts to /v1/sign (server-managed) over keep-alive; every answer kept."""
 
-    def _run(self) -> None:
-        conn = None
-        while not self._stop.is_set():
-            try:
-                org, key, (body, content_type) = self.jobs.get_nowait()
-            except queue.Empty:
-                return
-            if conn is None:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-            answer = {"org": org, "at": time.monotonic()}
-            try:
-                conn.request("POST", "/v1/sign", body=body,
-                             headers={"Authorization": f"Bearer {key}", "Content-Type": content_type})
-                response = conn.getresponse()
-                answer.update(status=response.status, body=response.read(), record=response.getheader(
-                    "X-Service-Record-Id"), retry_after=response.getheader("Retry-After"))
-            except (OSError, http.client.HTTPException) as exc:
-                answer.update(status=None, error=type(exc).__name__)
-                conn.close()
-                conn = None
-            answer["done"] = time.monotonic()
-            with self._lock:
-                self.answers.append(answer)
+    def _send(self, conn: http.client.HTTPConnection, key: str, payload: tuple[bytes, str]) -> dict:
+        body, content_type = payload
+        conn.request("POST", "/v1/sign", body=body, headers={"Authorization": f"Bearer {key}",
+                                                             "Content-Type": content_type})
+        response = conn.getresponse()
+        return {"status": response.status, "body": response.read(), "record": response.getheader(
+            "X-Service-Record-Id"), "retry_after": response.getheader("Retry-After")}
 
 
 def run_signer(args: argparse.Namespace) -> None:

@@ -28,10 +28,10 @@ from record_format import certificates as certs
 from tests import factories
 from tests.generators.test_certificates_api import _upload_body
 from tests.generators.test_certificates_concurrency import _run_together
+from tests.signer.processes import signer_environment, start_signer, stop
 from tests.transparency import rfc9162
 from tests.transparency.logs import decode, leaf_from_api, make_key, make_records
 from tests.verification.uploads import sign, verify
-from tests.waiting import wait_for_process
 from transparency import merkle, note, services
 from transparency.models import LogState
 
@@ -49,29 +49,18 @@ WEB_KEY_ENCRYPTION_KEY = "elsewhere:a-key-that-unseals-nothing-here-0123456789"
 WEB_LOG_SIGNING_KEY = "a-log-key-that-derives-nothing-the-log-uses-0123456"
 
 
-def _database_url() -> str:
-    database = connection.settings_dict
-    return (f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/"
-            f"{database['NAME']}")
-
-
 @pytest.fixture
 def signer(settings, tmp_path):
-    env = {**os.environ, "DATABASE_URL": _database_url(), "DEBUG": "true", "SECRET_KEY": settings.SECRET_KEY,
-           "KEY_ENCRYPTION_KEY": SIGNER_KEY_ENCRYPTION_KEY, "LOG_SIGNING_KEY": SIGNER_LOG_SIGNING_KEY,
-           "LOG_ORIGIN": settings.LOG_ORIGIN, "SIGNER_SECRET": SIGNER_SECRET,
-           "DJANGO_SETTINGS_MODULE": "config.settings"}
-    env.pop("REDIS_URL", None)
     path = str(tmp_path / "signer.sock")
-    env["SIGNER_SOCKET"] = path  # as where one environment serves every process: the signer never asks itself
-    process = subprocess.Popen([sys.executable, "manage.py", "signer", "--socket", path], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for_process(lambda: Path(path).exists(), process, what="the signer's socket", cpu_budget=60)
+    # SIGNER_SOCKET as where one environment serves every process: the signer never asks itself.
+    env = signer_environment(settings, KEY_ENCRYPTION_KEY=SIGNER_KEY_ENCRYPTION_KEY,
+                             LOG_SIGNING_KEY=SIGNER_LOG_SIGNING_KEY, LOG_ORIGIN=settings.LOG_ORIGIN,
+                             SIGNER_SECRET=SIGNER_SECRET, SIGNER_SOCKET=path)
+    process = start_signer(env, path)
     settings.SIGNER_SOCKET, settings.SIGNER_SECRET = path, SIGNER_SECRET
     settings.KEY_ENCRYPTION_KEY, settings.LOG_SIGNING_KEY = WEB_KEY_ENCRYPTION_KEY, WEB_LOG_SIGNING_KEY
     yield process
-    process.terminate()
-    process.wait(timeout=60)
+    stop(process)
 
 
 def _signers_ring():
@@ -241,11 +230,9 @@ def test_a_checkpoint_with_a_wrong_root_another_size_or_another_origin_is_refuse
 def test_the_sequencer_command_with_the_signer_produces_verifying_checkpoints(signer, api_client, settings):
     settings.VERIFY_RATE_PER_MINUTE = 100_000
     records = make_records(make_key(), 700)
-    env = {**os.environ, "DATABASE_URL": _database_url(), "DEBUG": "true", "SECRET_KEY": settings.SECRET_KEY,
-           "KEY_ENCRYPTION_KEY": WEB_KEY_ENCRYPTION_KEY, "LOG_SIGNING_KEY": WEB_LOG_SIGNING_KEY,
-           "LOG_ORIGIN": settings.LOG_ORIGIN, "SIGNER_SOCKET": settings.SIGNER_SOCKET,
-           "SIGNER_SECRET": SIGNER_SECRET, "DJANGO_SETTINGS_MODULE": "config.settings"}
-    env.pop("REDIS_URL", None)
+    env = signer_environment(settings, KEY_ENCRYPTION_KEY=WEB_KEY_ENCRYPTION_KEY, LOG_SIGNING_KEY=WEB_LOG_SIGNING_KEY,
+                             LOG_ORIGIN=settings.LOG_ORIGIN, SIGNER_SOCKET=settings.SIGNER_SOCKET,
+                             SIGNER_SECRET=SIGNER_SECRET)
     command = [sys.executable, "manage.py", "log_sequencer", "--once", "--batch-size", "300"]
     run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -5,9 +5,7 @@ process asking it for keys, records signed through it verifying with the key KMS
 the generator in its backend; a generator registered before, with a sealed key, keeps signing from the
 database: backends are per generator. PostgreSQL only: the signer must see the test's rows."""
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ from generators.services import generator_register, generator_rotate_key
 from signer.signing import signature_of
 from tests import factories
 from tests.kms_emulators import AwsKmsEmulator, CloudKmsEmulator
-from tests.waiting import wait_for_process
+from tests.signer.processes import signer_environment, start_signer
 
 pytestmark = [
     pytest.mark.postgres,
@@ -30,16 +28,8 @@ SIGNER_SECRET = "signer-backends-secret-0123456789abcdef"
 
 
 def _start_signer(settings, tmp_path, backend_env: dict[str, str]) -> subprocess.Popen:
-    database = connection.settings_dict
-    url = (f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/"
-           f"{database['NAME']}")
-    env = {**os.environ, "DATABASE_URL": url, "DEBUG": "true", "SECRET_KEY": settings.SECRET_KEY,
-           "SIGNER_SECRET": SIGNER_SECRET, "DJANGO_SETTINGS_MODULE": "config.settings", **backend_env}
-    env.pop("REDIS_URL", None)
     path = str(tmp_path / "signer.sock")
-    process = subprocess.Popen([sys.executable, "manage.py", "signer", "--socket", path], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for_process(lambda: Path(path).exists(), process, what="the signer's socket", cpu_budget=60)
+    process = start_signer(signer_environment(settings, SIGNER_SECRET=SIGNER_SECRET, **backend_env), path)
     settings.SIGNER_SOCKET, settings.SIGNER_SECRET = path, SIGNER_SECRET
     return process
 

@@ -3,9 +3,6 @@ nor double-count across a crash at any step, a signer process that stores its co
 operator's command and read-only admin page."""
 
 import io
-import os
-import subprocess
-import sys
 import threading
 import uuid
 from collections import Counter
@@ -24,7 +21,7 @@ from signer.models import SignatureCount, SignatureCountFold
 from signer.signing import signature_of
 from tests import factories
 from tests.redis_server import requires_redis
-from tests.waiting import wait_for_process
+from tests.signer.processes import signer_environment, start_signer
 
 ROOT = Path(__file__).resolve().parents[2]
 THREADS, PER_THREAD = 8, 25
@@ -205,19 +202,11 @@ def test_the_admin_lists_counts_and_allows_no_change(client):
 def test_a_signer_without_redis_stores_its_counts_when_it_stops(settings, tmp_path):
     from core import signer_client
 
-    database = connection.settings_dict
-    url = (f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/"
-           f"{database['NAME']}")
     secret = "signer-counting-secret-0123456789abcdef0123"
-    env = {**os.environ, "DATABASE_URL": url, "DEBUG": "true", "SECRET_KEY": settings.SECRET_KEY,
-           "KEY_ENCRYPTION_KEY": settings.KEY_ENCRYPTION_KEY, "SIGNER_SECRET": secret,
-           "DJANGO_SETTINGS_MODULE": "config.settings", "PYTHONPATH": str(ROOT)}
-    env.pop("REDIS_URL", None)
     path = str(tmp_path / "signer.sock")
-    process = subprocess.Popen([sys.executable, "manage.py", "signer", "--socket", path], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = start_signer(signer_environment(settings, KEY_ENCRYPTION_KEY=settings.KEY_ENCRYPTION_KEY,
+                                              SIGNER_SECRET=secret, PYTHONPATH=str(ROOT)), path)
     try:
-        wait_for_process(lambda: Path(path).exists(), process, what="the signer's socket", cpu_budget=60)
         settings.SIGNER_SOCKET, settings.SIGNER_SECRET = path, secret
         org = factories.make_org()
         generator = factories.make_generator(org=org)

@@ -4,9 +4,6 @@ that unseals nothing, never needs one (the C2PA certificates are issued before: 
 too is the next step). PostgreSQL only: the signer must see the test's rows."""
 
 import io
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ from media_codecs.c2pa.manifest import countersign_structure
 from provenance.models import Record
 from record_format.payload import signed_payload_bytes
 from tests import factories
-from tests.waiting import wait_for_process
+from tests.signer.processes import signer_environment, start_signer, stop
 
 pytestmark = [
     pytest.mark.postgres,
@@ -32,21 +29,12 @@ SIGNER_SECRET = "signer-integration-secret-0123456789abcdef"
 
 @pytest.fixture
 def signer(settings, tmp_path):
-    database = connection.settings_dict
-    url = (f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/"
-           f"{database['NAME']}")
-    env = {**os.environ, "DATABASE_URL": url, "DEBUG": "true", "SECRET_KEY": settings.SECRET_KEY,
-           "KEY_ENCRYPTION_KEY": settings.KEY_ENCRYPTION_KEY, "SIGNER_SECRET": SIGNER_SECRET,
-           "DJANGO_SETTINGS_MODULE": "config.settings"}
-    env.pop("REDIS_URL", None)
     path = str(tmp_path / "signer.sock")
-    process = subprocess.Popen([sys.executable, "manage.py", "signer", "--socket", path], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for_process(lambda: Path(path).exists(), process, what="the signer's socket", cpu_budget=60)
+    process = start_signer(signer_environment(settings, KEY_ENCRYPTION_KEY=settings.KEY_ENCRYPTION_KEY,
+                                              SIGNER_SECRET=SIGNER_SECRET), path)
     settings.SIGNER_SOCKET, settings.SIGNER_SECRET = path, SIGNER_SECRET
     yield process
-    process.terminate()
-    process.wait(timeout=60)
+    stop(process)
 
 
 def test_signing_and_a_hybrid_manifest_come_from_the_signer_process(signer, key_client, growth_org, settings):

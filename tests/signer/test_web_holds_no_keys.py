@@ -27,6 +27,7 @@ from record_format.payload import signed_payload_bytes
 from tests import factories
 from tests.media import photo_bytes
 from tests.own_services import free_port, wait_for_port
+from tests.signer.processes import database_url_of_this_test
 from tests.waiting import process_tree, wait_for_process
 
 pytestmark = [
@@ -39,16 +40,10 @@ _CHUNK = 16 * 1024 * 1024
 _PRODUCTION_SECRET_KEY = secrets.token_urlsafe(50)  # DEBUG off refuses the development one
 
 
-def _database_url() -> str:
-    database = connection.settings_dict
-    return (f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/"
-            f"{database['NAME']}")
-
-
 def _production_env(settings, **values: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items()
            if key not in ("KEY_ENCRYPTION_KEY", "LOG_SIGNING_KEY", "REDIS_URL", "SIGNER_SERVICE")}
-    return {**env, "DATABASE_URL": _database_url(), "DEBUG": "false", "SECRET_KEY": _PRODUCTION_SECRET_KEY,
+    return {**env, "DATABASE_URL": database_url_of_this_test(), "DEBUG": "false", "SECRET_KEY": _PRODUCTION_SECRET_KEY,
             "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_LEVEL": "WARNING", "MIGRATE_ON_START": "false",
             **values}
 
