@@ -1,7 +1,8 @@
 """POST /v1/sign with SIGNER_SOCKET set: every signature (the record's, a hybrid manifest's two) comes from a
 real `manage.py signer` process on the same PostgreSQL database, and this process, given a key-encryption key
-that unseals nothing, never needs one (the C2PA certificates are issued before: issuing them in the signer
-too is the next step). PostgreSQL only: the signer must see the test's rows."""
+that unseals nothing, never needs one (here the certificates are issued before the swap; issuing them through
+the signer is tests/signer/test_authority_through_the_signer.py). PostgreSQL only: the signer must see the
+test's rows."""
 
 import io
 from pathlib import Path
@@ -41,7 +42,7 @@ def test_signing_and_a_hybrid_manifest_come_from_the_signer_process(signer, key_
     factories.make_user(org=growth_org, role="owner")
     generator = factories.make_generator(org=growth_org, formats=["image"], c2pa_signing="hybrid")
     key = generator.keys.get()
-    generator_c2pa_credentials(key, private_key=False)  # certificates are still issued here, before the swap
+    generator_c2pa_credentials(key, private_key=False)  # issued here, before the swap
     settings.KEY_ENCRYPTION_KEY = "elsewhere:a-key-that-unseals-nothing-here-0123456789"  # this process has none
     from tests.media import photo_bytes
 
