@@ -14,6 +14,7 @@ from django.db import transaction
 from core.errors import RETRY_AFTER_UNAVAILABLE, ServiceUnavailable
 from core.keyring import log_signing_seeds
 from core.signer_client import signature_request, signer_configured
+from signer.counting import signature_counted
 from transparency import note
 from transparency.models import LogKey
 
@@ -55,8 +56,20 @@ def checkpoint_signers() -> list[note.TextSigner]:
     """What signs a checkpoint note here: the keys themselves, or with a signer service, each published key
     through the signer (a `sign` of purpose `checkpoint`)."""
     if not signer_configured():
-        return log_signers()
+        return [_CountedKey(signer, algorithm) for algorithm, signer in zip(ALGORITHMS, log_signers(), strict=True)]
     return [_SignerServiceKey(key, algorithm) for algorithm, key in zip(ALGORITHMS, published_log_keys(), strict=True)]
+
+
+class _CountedKey:
+    """A log key held here (no signer service): signs and counts, as the signer counts what it signs."""
+
+    def __init__(self, signer: note.NoteSigner, algorithm: str):
+        self.name, self.key_id, self._signer, self._algorithm = signer.name, signer.key_id, signer, algorithm
+
+    def sign(self, text: bytes) -> bytes:
+        signature = self._signer.sign(text)
+        signature_counted(org_id="", generator_id=None, purpose="checkpoint", algorithm=self._algorithm)
+        return signature
 
 
 class _SignerServiceKey:

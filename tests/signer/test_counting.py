@@ -247,3 +247,24 @@ def test_a_checkpoint_signed_by_the_signer_is_counted_without_organization_or_ge
                                           message=message.encode(), now_ms=int(time.time() * 1000)))
     assert answer.ok, answer.detail
     assert checkpoints_counted() == before + 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_checkpoints_signed_in_process_are_counted_too(settings):
+    from tests.transparency.logs import make_key, make_records
+    from transparency import services
+
+    settings.REDIS_URL = ""
+    settings.SIGNER_SOCKET = ""  # no signer service: the sequencer holds the log keys and signs
+
+    def checkpoints_counted(algorithm: str) -> int:
+        counting.counts_flush()
+        row = SignatureCount.objects.filter(day=_today(), org_id=None, generator_id=None, purpose="checkpoint",
+                                            algorithm=algorithm).first()
+        return row.count if row else 0
+
+    before = {algorithm: checkpoints_counted(algorithm) for algorithm in ("ed25519", "ml-dsa-65")}
+    make_records(make_key(), 3)
+    services.log_sequence()
+    assert {algorithm: checkpoints_counted(algorithm) for algorithm in before} == {
+        algorithm: count + 1 for algorithm, count in before.items()}
