@@ -9,6 +9,7 @@ it should not, is ServiceUnavailable (503 with Retry-After): nothing was done.
 import socket
 import threading
 import time
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 
@@ -57,34 +58,44 @@ def signature_request(*, org_id: str, generator_id: str, kid: str, algorithm: st
     return answer.signature
 
 
+@dataclass
+class _Channel:
+    """A kept connection to the signer: its socket, the challenge of its hello, the last sequence number used."""
+
+    connection: socket.socket
+    challenge: bytes
+    sequence: int = 0
+
+
 class _Connections(threading.local):
     """One open connection to the signer per thread and socket path, kept between requests: the signer
     serves each connection with one thread and one database connection, so a connection a request would
     open and close costs both ends their setup every time."""
 
     def __init__(self) -> None:
-        self.open: dict[str, socket.socket] = {}
+        self.open: dict[str, _Channel] = {}
 
-    def get(self, path: str, timeout: float) -> tuple[socket.socket, bool]:
-        """(a connection, whether it was kept from before)."""
-        connection = self.open.get(path)
-        if connection is not None:
-            connection.settimeout(timeout)
-            return connection, True
+    def get(self, path: str, secret: bytes, timeout: float) -> tuple[_Channel, bool]:
+        """(a channel, whether it was kept from before). A new one reads the signer's hello first."""
+        channel = self.open.get(path)
+        if channel is not None:
+            channel.connection.settimeout(timeout)
+            return channel, True
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             connection.settimeout(timeout)
             connection.connect(path)
-        except OSError:
+            challenge = protocol.open_hello(protocol.read_frame(connection), secret)
+        except (OSError, EOFError, protocol.ProtocolError):
             connection.close()
             raise
-        self.open[path] = connection
-        return connection, False
+        channel = self.open[path] = _Channel(connection, challenge)
+        return channel, False
 
     def drop(self, path: str) -> None:
-        connection = self.open.pop(path, None)
-        if connection is not None:
-            connection.close()
+        channel = self.open.pop(path, None)
+        if channel is not None:
+            channel.connection.close()
 
 
 _connections = _Connections()
@@ -94,16 +105,15 @@ def _exchange(request: protocol.SignRequest, path: str | None, secret: bytes | N
               timeout: float) -> protocol.SignResponse:
     path = path or settings.SIGNER_SOCKET
     secret = secret or signer_secret()
-    frame = protocol.seal_request(request, secret)
     try:
         try:
-            answer = _send(frame, request, path, secret, timeout)
+            answer = _send(request, path, secret, timeout)
         except (OSError, EOFError) as error:
             # A kept connection the signer closed (it restarted, or dropped an idle one) fails before any answer:
-            # one new connection, the same frame. Only then: an answer lost after the send is not guessed at.
+            # once more on a new connection. Only then: an answer lost after the send is not guessed at.
             if not getattr(error, "kept_connection", False):
                 raise
-            answer = _send(frame, request, path, secret, timeout)
+            answer = _send(request, path, secret, timeout)
     except (OSError, EOFError, protocol.ProtocolError) as error:
         raise ServiceUnavailable(f"The signing service is unavailable ({type(error).__name__}); nothing was "
                                  "signed. Try again shortly.",
@@ -113,12 +123,13 @@ def _exchange(request: protocol.SignRequest, path: str | None, secret: bytes | N
     return answer
 
 
-def _send(frame: bytes, request: protocol.SignRequest, path: str, secret: bytes,
-          timeout: float) -> protocol.SignResponse:
-    connection, kept = _connections.get(path, timeout)
+def _send(request: protocol.SignRequest, path: str, secret: bytes, timeout: float) -> protocol.SignResponse:
+    channel, kept = _connections.get(path, secret, timeout)
+    channel.sequence += 1
+    frame = protocol.seal_request(replace(request, sequence=channel.sequence), secret, challenge=channel.challenge)
     try:
-        protocol.write_frame(connection, frame)
-        body = protocol.read_frame(connection)
+        protocol.write_frame(channel.connection, frame)
+        body = protocol.read_frame(channel.connection)
     except (OSError, EOFError) as error:
         _connections.drop(path)
         # EOF at the start of the answer on a kept connection: the signer had closed it before our frame.

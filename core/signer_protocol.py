@@ -8,12 +8,15 @@ other OPERATIONS (making a key, issuing certificates), whose inputs travel in `a
 back in `result`: maps of short text keys to text, bytes, integers or booleans.
 
 A frame is a 4-byte big-endian length and that many bytes of canonical CBOR, at most MAX_FRAME_BYTES.
-Both directions are authenticated with HMAC-SHA256 under the deployment's signer secret, each with its
-own domain label, so neither side accepts what the other did not send: the signer refuses a request
-whose MAC does not hold (a forgery) or whose time is outside WINDOW_SECONDS of its clock (a stale
-replay; the caller's `request_id` is remembered for that window to refuse a fresh one), and the worker
-refuses an answer whose MAC does not hold or that answers another request. MACs are compared in constant
-time. The message to sign travels as it is: the signer logs its SHA-256, never its bytes.
+Every frame is authenticated with HMAC-SHA256 under the deployment's signer secret, each kind with its own
+domain label, so neither side accepts what the other did not send. A connection opens with the signer's
+hello: a fresh random challenge, authenticated (the worker knows it reached the signer). Each request's MAC
+covers that challenge and the request's sequence number on the connection, which must grow: a request
+copied to another connection does not authenticate there (a forgery to the signer, which closes it), one
+sent again on its own connection is answered `replayed`. No store of request ids is needed, and so no
+round trip to one. The signer also refuses a request whose time is outside WINDOW_SECONDS of its clock,
+and the worker an answer whose MAC does not hold or that answers another request. MACs are compared in
+constant time. The message to sign travels as it is: the signer logs its SHA-256, never its bytes.
 """
 
 from __future__ import annotations
@@ -27,16 +30,18 @@ from dataclasses import dataclass, field
 
 import cbor2
 
-VERSION = 2  # 2: operations beside signing (`op`, `args`, `result`)
+VERSION = 3  # 2: operations beside signing (`op`, `args`, `result`); 3: the hello and sequence numbers
 MAX_FRAME_BYTES = 1024 * 1024  # a C2PA claim is tens of KB; records and checkpoints far less
 WINDOW_SECONDS = 30
 REQUEST_ID_BYTES = 16
+CHALLENGE_BYTES = 16
 PURPOSES = ("record", "c2pa-claim", "c2pa-countersignature", "checkpoint")
 ALGORITHMS = ("ml-dsa-65", "es256", "ed25519")
 OPERATIONS = ("sign", "generate-key", "issue-certificates", "ensure-authorities", "seal-secret")
 MAX_ARGS = 16
 ERRORS = ("bad_request", "forbidden", "not_found", "revoked", "refused", "unavailable", "replayed")
 _REQUEST_LABEL, _RESPONSE_LABEL = b"svc-signer request v1\x00", b"svc-signer response v1\x00"
+_HELLO_LABEL = b"svc-signer hello v1\x00"
 _LENGTH = struct.Struct(">I")
 _MAC_BYTES = 32
 _MIN_SECRET_BYTES = 32
@@ -61,6 +66,7 @@ class SignRequest:
     issued_at_ms: int
     op: str = "sign"
     args: dict = field(default_factory=dict)
+    sequence: int = 0  # on its connection, from 1, growing
 
     @classmethod
     def new(cls, *, org_id: str, generator_id: str, kid: str = "", algorithm: str = "", purpose: str = "",
@@ -87,19 +93,35 @@ class SignResponse:
         return self.error is None
 
 
-def seal_request(request: SignRequest, secret: bytes) -> bytes:
+def seal_hello(challenge: bytes, secret: bytes) -> bytes:
+    """The signer's first frame on a connection: the challenge every request on it is bound to."""
+    return _sealed({"v": VERSION, "challenge": challenge}, _HELLO_LABEL, secret)
+
+
+def open_hello(frame: bytes, secret: bytes) -> bytes:
+    """The connection's challenge, once the hello's MAC holds. Raises ProtocolError."""
+    challenge = _bytes(_opened(frame, _HELLO_LABEL, secret), "challenge")
+    if len(challenge) != CHALLENGE_BYTES:
+        raise ProtocolError("the challenge is not 16 bytes")
+    return challenge
+
+
+def seal_request(request: SignRequest, secret: bytes, *, challenge: bytes) -> bytes:
+    """The request for the connection whose hello gave `challenge`."""
     fields = {"v": VERSION, "id": request.request_id, "t": request.issued_at_ms, "org": request.org_id,
               "gen": request.generator_id, "kid": request.kid, "alg": request.algorithm, "for": request.purpose,
-              "msg": request.message, "op": request.op, "args": _checked_map(request.args, "args")}
-    return _sealed(fields, _REQUEST_LABEL, secret)
+              "msg": request.message, "op": request.op, "args": _checked_map(request.args, "args"),
+              "seq": request.sequence}
+    return _sealed(fields, _REQUEST_LABEL + challenge, secret)
 
 
-def open_request(body: bytes, secret: bytes, *, now_ms: int) -> SignRequest:
-    """The request a frame holds, once its MAC and time hold. Raises ProtocolError."""
-    fields = _opened(body, _REQUEST_LABEL, secret)
+def open_request(body: bytes, secret: bytes, *, now_ms: int, challenge: bytes) -> SignRequest:
+    """The request a frame holds, once its MAC (on this connection's `challenge`) and time hold. Raises
+    ProtocolError. Whether its sequence number grew is the connection's to check."""
+    fields = _opened(body, _REQUEST_LABEL + challenge, secret)
     request = SignRequest(_text(fields, "org"), _text(fields, "gen"), _text(fields, "kid"), _text(fields, "alg"),
                           _text(fields, "for"), _bytes(fields, "msg"), _bytes(fields, "id"), _int(fields, "t"),
-                          _text(fields, "op"), _checked_map(fields.get("args"), "args"))
+                          _text(fields, "op"), _checked_map(fields.get("args"), "args"), _int(fields, "seq"))
     if len(request.request_id) != REQUEST_ID_BYTES:
         raise ProtocolError("the request id is not 16 bytes")
     if abs(now_ms - request.issued_at_ms) > WINDOW_SECONDS * 1000:

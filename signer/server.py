@@ -3,8 +3,10 @@ connection, one authenticated frame in, one authenticated frame out, as many as 
 Workers keep their connection between requests (core/signer_client.py), so each thread keeps one database
 connection for as long as its worker does.
 
-A frame that does not authenticate gets no answer: the connection is closed (an answer under our secret
-would tell a forger nothing, but there is nothing it should be told).
+Each connection starts with the signer's hello (its challenge); a request sent again on its connection is
+answered `replayed`. A frame that does not authenticate (a forgery, or a request copied from another
+connection) gets no answer: the connection is closed (an answer under our secret would tell a forger
+nothing, but there is nothing it should be told).
 """
 
 import logging
@@ -17,7 +19,7 @@ from pathlib import Path
 from django.db import close_old_connections, connections
 
 from core import signer_protocol as protocol
-from signer.service import request_sign
+from signer.service import refused, request_sign
 
 logger = logging.getLogger("signer")
 SOCKET_MODE = 0o660  # the web workers' group may connect; nobody else
@@ -51,13 +53,20 @@ class SignerServer:
         Path(self.path).unlink(missing_ok=True)
 
     def _serve(self, connection: socket.socket) -> None:
+        challenge, last_sequence = os.urandom(protocol.CHALLENGE_BYTES), 0
         with connection:
             try:
+                protocol.write_frame(connection, protocol.seal_hello(challenge, self.secret))
                 while True:
                     body = protocol.read_frame(connection)
-                    request = protocol.open_request(body, self.secret, now_ms=int(time.time() * 1000))
-                    close_old_connections()
-                    answer = request_sign(request)
+                    request = protocol.open_request(body, self.secret, now_ms=int(time.time() * 1000),
+                                                    challenge=challenge)
+                    if request.sequence <= last_sequence:
+                        answer = refused(request, "replayed", "this request was already answered on this connection")
+                    else:
+                        last_sequence = request.sequence
+                        close_old_connections()
+                        answer = request_sign(request)
                     protocol.write_frame(connection, protocol.seal_response(answer, self.secret))
             except EOFError:
                 return

@@ -10,13 +10,11 @@ with its own policy.
 Policy: the generator exists and belongs to the organization the request names, is active and
 server-managed; the key is the generator's current key with that kid; the algorithm is the one the
 purpose takes (records and countersignatures ML-DSA-65; a C2PA claim ML-DSA-65, or ES256 for a hybrid
-generator). A request id seen within the protocol's window is refused as a replay (in Redis where there is one, so
-every signer instance sees it).
+generator). Replays are the connection's to refuse (signer/server.py: a request is bound to its
+connection's challenge and sequence number), before anything here runs.
 """
 
 import logging
-import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,14 +22,11 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
-from django.conf import settings
 from django.db import connection
-from redis.exceptions import RedisError
 
-from core.cache import cache_key, redis_client, redis_failed, redis_skipped
 from core.errors import KeyUnavailable
 from core.signer_client import SignerRefused
-from core.signer_protocol import WINDOW_SECONDS, SignRequest, SignResponse
+from core.signer_protocol import SignRequest, SignResponse
 from generators.models import Generator, GeneratorKey
 from generators.services import KeyMaterial, generator_signing_seed, sealed_key_material
 from record_format import crypto
@@ -64,8 +59,6 @@ _PURPOSES: dict[str, PurposePolicy] = {}
 
 def request_sign(request: SignRequest) -> SignResponse:
     """What the request asks for (a signature, or an operation's result), or the reason it is refused."""
-    if not _first_sight(request.request_id):
-        return _refused(request, "replayed", "this request was already answered")
     handler = _OPERATIONS.get(request.op)
     if handler is None:
         return _refused(request, "bad_request", f"this signer does not do {request.op!r}")
@@ -98,43 +91,6 @@ def result(request: SignRequest, values: dict) -> SignResponse:
 def refused(request: SignRequest, error: str, detail: str) -> SignResponse:
     """An operation's refusal (error one of signer_protocol.ERRORS), logged."""
     return _refused(request, error, detail)
-
-
-class _RecentIds:
-    """Request ids seen within the protocol's window, for a signer without Redis (development: one signer,
-    and the database's cache table is not written while a worker holds SQLite's write lock waiting for us)."""
-
-    def __init__(self) -> None:
-        self._seen: dict[bytes, float] = {}
-        self._lock = threading.Lock()
-
-    def add(self, request_id: bytes) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            if len(self._seen) > _MAX_REMEMBERED:
-                self._seen = {key: at for key, at in self._seen.items() if now - at < 2 * WINDOW_SECONDS}
-            if request_id in self._seen and now - self._seen[request_id] < 2 * WINDOW_SECONDS:
-                return False
-            self._seen[request_id] = now
-            return True
-
-
-_recent_ids = _RecentIds()
-_MAX_REMEMBERED = 100_000
-
-
-def _first_sight(request_id: bytes) -> bool:
-    """Whether this request id is new: in Redis where there is one, so every signer instance knows it, else
-    (or while Redis is unreachable) in this process. SET NX on the cache's own client: Django's `cache.add`
-    costs this hot path a client and a pickle per request (docs/architecture.md)."""
-    client = redis_client() if settings.REDIS_URL and not redis_skipped() else None
-    if client is not None:
-        try:
-            return bool(client.set(cache_key(f"signer:request:{request_id.hex()}"), b"1", nx=True,
-                                   ex=2 * WINDOW_SECONDS))
-        except RedisError as error:
-            redis_failed("the signer remembers request ids in its own memory meanwhile", error)
-    return _recent_ids.add(request_id)
 
 
 # Table names from the models, values as parameters.

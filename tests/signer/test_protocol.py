@@ -1,6 +1,7 @@
 """The signer's wire protocol (pure): authenticated both ways, bounded, and refusing forgeries, other
 secrets, stale requests and answers to other requests."""
 
+import dataclasses
 import socket
 import threading
 
@@ -12,6 +13,7 @@ from core.signer_protocol import ProtocolError, SignRequest, SignResponse
 from tests.purity import assert_imports_without_django
 
 SECRET = b"s" * 32
+CHALLENGE = b"c" * 16
 NOW = 1_800_000_000_000
 
 
@@ -23,7 +25,8 @@ def _request(**changes) -> SignRequest:
 
 def test_a_request_and_its_answer_round_trip():
     request = _request()
-    opened = protocol.open_request(protocol.seal_request(request, SECRET), SECRET, now_ms=NOW + 1000)
+    opened = protocol.open_request(protocol.seal_request(request, SECRET, challenge=CHALLENGE), SECRET,
+                                   now_ms=NOW + 1000, challenge=CHALLENGE)
     assert opened == request and opened.message_digest == protocol.hashlib.sha256(b"payload").hexdigest()
     signed = protocol.seal_response(SignResponse(request.request_id, signature=b"sig"), SECRET)
     assert protocol.open_response(signed, SECRET, request_id=request.request_id).signature == b"sig"
@@ -34,24 +37,25 @@ def test_a_request_and_its_answer_round_trip():
 
 def test_another_secret_an_altered_field_or_a_swapped_label_is_refused():
     request = _request()
-    sealed = protocol.seal_request(request, SECRET)
+    sealed = protocol.seal_request(request, SECRET, challenge=CHALLENGE)
     with pytest.raises(ProtocolError, match="MAC"):
-        protocol.open_request(sealed, b"t" * 32, now_ms=NOW)
+        protocol.open_request(sealed, b"t" * 32, now_ms=NOW, challenge=CHALLENGE)
     body, mac = cbor2.loads(sealed)
     fields = cbor2.loads(body)
     fields["gen"] = "gen-2"  # another generator, the MAC kept
     with pytest.raises(ProtocolError, match="MAC"):
-        protocol.open_request(cbor2.dumps([cbor2.dumps(fields, canonical=True), mac]), SECRET, now_ms=NOW)
+        protocol.open_request(cbor2.dumps([cbor2.dumps(fields, canonical=True), mac]), SECRET, now_ms=NOW,
+                              challenge=CHALLENGE)
     answer = protocol.seal_response(SignResponse(request.request_id, signature=b"sig"), SECRET)
     with pytest.raises(ProtocolError, match="MAC"):  # an answer is not a request, even under the same secret
-        protocol.open_request(answer, SECRET, now_ms=NOW)
+        protocol.open_request(answer, SECRET, now_ms=NOW, challenge=CHALLENGE)
 
 
 def test_a_stale_request_and_an_answer_to_another_request_are_refused():
     request = _request()
-    sealed = protocol.seal_request(request, SECRET)
+    sealed = protocol.seal_request(request, SECRET, challenge=CHALLENGE)
     with pytest.raises(ProtocolError, match="window"):
-        protocol.open_request(sealed, SECRET, now_ms=NOW + (protocol.WINDOW_SECONDS + 1) * 1000)
+        protocol.open_request(sealed, SECRET, now_ms=NOW + (protocol.WINDOW_SECONDS + 1) * 1000, challenge=CHALLENGE)
     answer = protocol.seal_response(SignResponse(request.request_id, signature=b"sig"), SECRET)
     with pytest.raises(ProtocolError, match="another request"):
         protocol.open_response(answer, SECRET, request_id=_request().request_id)
@@ -61,16 +65,18 @@ def test_a_stale_request_and_an_answer_to_another_request_are_refused():
                                    cbor2.dumps({"a": 1}), cbor2.dumps([1, 2]), b"\x9f" * 10_000])
 def test_garbage_is_a_protocol_error(frame):
     with pytest.raises(ProtocolError):
-        protocol.open_request(frame, SECRET, now_ms=NOW)
+        protocol.open_request(frame, SECRET, now_ms=NOW, challenge=CHALLENGE)
 
 
 def test_unknown_purposes_algorithms_and_short_secrets_are_refused():
     with pytest.raises(ProtocolError):
-        protocol.open_request(protocol.seal_request(_request(purpose="anything"), SECRET), SECRET, now_ms=NOW)
+        protocol.open_request(protocol.seal_request(_request(purpose="anything"), SECRET, challenge=CHALLENGE), SECRET,
+                              now_ms=NOW, challenge=CHALLENGE)
     with pytest.raises(ProtocolError):
-        protocol.open_request(protocol.seal_request(_request(algorithm="rsa"), SECRET), SECRET, now_ms=NOW)
+        protocol.open_request(protocol.seal_request(_request(algorithm="rsa"), SECRET, challenge=CHALLENGE), SECRET,
+                              now_ms=NOW, challenge=CHALLENGE)
     with pytest.raises(ProtocolError, match="at least"):
-        protocol.seal_request(_request(), b"short")
+        protocol.seal_request(_request(), b"short", challenge=CHALLENGE)
 
 
 def test_frames_are_bounded_before_they_are_read():
@@ -104,7 +110,8 @@ def test_the_protocol_needs_no_django():
 
 def test_an_operation_its_arguments_and_its_result_round_trip():
     request = _request(op="generate-key", args={"backend": "sealed", "n": 3, "flag": True, "raw": b"\x00"})
-    opened = protocol.open_request(protocol.seal_request(request, SECRET), SECRET, now_ms=NOW)
+    opened = protocol.open_request(protocol.seal_request(request, SECRET, challenge=CHALLENGE), SECRET, now_ms=NOW,
+                                   challenge=CHALLENGE)
     assert (opened.op, opened.args) == ("generate-key", {"backend": "sealed", "n": 3, "flag": True, "raw": b"\x00"})
     answer = protocol.seal_response(SignResponse(request.request_id, result={"kid": "k", "public_key": b"pk"}), SECRET)
     opened_answer = protocol.open_response(answer, SECRET, request_id=request.request_id)
@@ -115,19 +122,33 @@ def test_an_operation_its_arguments_and_its_result_round_trip():
                                   {"list": [1, 2]}])
 def test_arguments_beyond_short_flat_values_are_refused(args):
     with pytest.raises(ProtocolError, match="args"):
-        protocol.seal_request(_request(op="generate-key", args=args), SECRET)
+        protocol.seal_request(_request(op="generate-key", args=args), SECRET, challenge=CHALLENGE)
 
 
 def test_an_unknown_operation_is_refused_before_anything_is_done():
-    sealed = protocol.seal_request(_request(op="unseal-everything"), SECRET)
+    sealed = protocol.seal_request(_request(op="unseal-everything"), SECRET, challenge=CHALLENGE)
     with pytest.raises(ProtocolError, match="unknown operation"):
-        protocol.open_request(sealed, SECRET, now_ms=NOW)
+        protocol.open_request(sealed, SECRET, now_ms=NOW, challenge=CHALLENGE)
 
 
 def test_a_request_of_the_first_protocol_version_is_refused():
     request = _request()
     body = cbor2.dumps({"v": 1, "id": request.request_id, "t": NOW, "org": "o", "gen": "g", "kid": "k",
                         "alg": "ml-dsa-65", "for": "record", "msg": b"m"}, canonical=True)
-    mac = protocol.hmac.new(SECRET, b"svc-signer request v1\x00" + body, protocol.hashlib.sha256).digest()
+    mac = protocol.hmac.new(SECRET, b"svc-signer request v1\x00" + CHALLENGE + body, protocol.hashlib.sha256).digest()
     with pytest.raises(ProtocolError, match="version"):
-        protocol.open_request(cbor2.dumps([body, mac], canonical=True), SECRET, now_ms=NOW)
+        protocol.open_request(cbor2.dumps([body, mac], canonical=True), SECRET, now_ms=NOW, challenge=CHALLENGE)
+
+
+def test_a_request_is_bound_to_its_connections_challenge_and_carries_its_sequence_number():
+    hello = protocol.seal_hello(CHALLENGE, SECRET)
+    assert protocol.open_hello(hello, SECRET) == CHALLENGE
+    with pytest.raises(ProtocolError, match="MAC"):
+        protocol.open_hello(hello, b"t" * 32)  # a hello from something that does not hold the secret
+    request = dataclasses.replace(_request(), sequence=7)
+    sealed = protocol.seal_request(request, SECRET, challenge=CHALLENGE)
+    assert protocol.open_request(sealed, SECRET, now_ms=NOW, challenge=CHALLENGE).sequence == 7
+    with pytest.raises(ProtocolError, match="MAC"):  # copied to another connection: another challenge
+        protocol.open_request(sealed, SECRET, now_ms=NOW, challenge=b"d" * 16)
+    with pytest.raises(ProtocolError, match="MAC"):  # a hello is not a request
+        protocol.open_request(hello, SECRET, now_ms=NOW, challenge=CHALLENGE)

@@ -94,25 +94,43 @@ def test_what_policy_forbids_is_refused(signer, changes, error):
 
 
 def test_a_forged_or_replayed_request_is_refused(signer):
+    import dataclasses
     import socket
 
-    request = protocol.SignRequest.new(org_id=signer["org"], generator_id=signer["generator"], kid=signer["kid"],
-                                       algorithm="ml-dsa-65", purpose="record", message=b"m",
-                                       now_ms=int(time.time() * 1000))
-    with pytest.raises(ServiceUnavailable):  # another secret: the signer closes the connection, no answer
+    with pytest.raises(ServiceUnavailable):  # another secret: the hello does not authenticate, nothing is sent
         signature_request(path=signer["path"], secret=b"f" * 32, org_id=signer["org"],
                           generator_id=signer["generator"], kid=signer["kid"], algorithm="ml-dsa-65",
                           purpose="record", message=b"m")
-    sealed = protocol.seal_request(request, signer["secret"])
-    answers = []
-    for _ in range(2):  # the same frame twice, as a replay would send it
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.settimeout(30)
-            connection.connect(signer["path"])
-            protocol.write_frame(connection, sealed)
-            answers.append(protocol.open_response(protocol.read_frame(connection), signer["secret"],
-                                                  request_id=request.request_id))
-    assert answers[0].signature is not None and answers[1].error == "replayed"
+    request = dataclasses.replace(protocol.SignRequest.new(
+        org_id=signer["org"], generator_id=signer["generator"], kid=signer["kid"], algorithm="ml-dsa-65",
+        purpose="record", message=b"m", now_ms=int(time.time() * 1000)), sequence=1)
+
+    def connect() -> tuple[socket.socket, bytes]:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.settimeout(30)
+        connection.connect(signer["path"])
+        return connection, protocol.open_hello(protocol.read_frame(connection), signer["secret"])
+
+    def answer(connection: socket.socket):
+        return protocol.open_response(protocol.read_frame(connection), signer["secret"],
+                                      request_id=request.request_id)
+
+    first, challenge = connect()
+    with first:
+        sealed = protocol.seal_request(request, signer["secret"], challenge=challenge)
+        protocol.write_frame(first, sealed)
+        assert answer(first).signature is not None
+        protocol.write_frame(first, sealed)  # the same frame again on its connection
+        assert answer(first).error == "replayed"
+        # A new request with a sequence number that did not grow is a replay too.
+        protocol.write_frame(first, protocol.seal_request(request, signer["secret"], challenge=challenge))
+        assert answer(first).error == "replayed"
+    second, other_challenge = connect()
+    with second:
+        assert other_challenge != challenge
+        protocol.write_frame(second, sealed)  # copied to another connection: it does not authenticate there
+        with pytest.raises(EOFError):  # closed without an answer
+            protocol.read_frame(second)
 
 
 def test_a_revoked_generator_cannot_sign_whoever_asks(signer):
