@@ -123,4 +123,4 @@ def signer_secret() -> bytes:
     """The secret web workers and the signer service authenticate each other with (settings.SIGNER_SECRET,
     else derived from SECRET_KEY: one deployment secret fewer to set where both run from one configuration)."""
     explicit = getattr(settings, "SIGNER_SECRET", "")
-    return derive_key(explicit, "signer") if explicit else _derived(settings.SECRET_KEY, "signer")
+    return _derived(explicit or settings.SECRET_KEY, "signer")  # cached: every request to the signer asks
