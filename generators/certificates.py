@@ -88,18 +88,43 @@ def generator_c2pa_credentials(key: GeneratorKey, *, private_key: bool = True) -
                            _unseal_ec(sealed, context) if private_key else None)
 
 
-def generator_es256_signing_key(key: GeneratorKey) -> ec.EllipticCurvePrivateKey:
-    """The unsealed ES256 key a hybrid C2PA claim signature by `key` uses (the organization's live upload,
-    else the key's own), read without building chains; issued (`generator_c2pa_credentials`) only when the
-    key has none yet. Raises KeyUnavailable (503) when it does not unseal."""
+@dataclass(frozen=True)
+class Es256Key:
+    """The ES256 key a hybrid claim is signed with: unsealed (`private_key`), or where a signer backend
+    holds it (`backend`, `reference`)."""
+
+    backend: str
+    reference: str = ""
+    private_key: ec.EllipticCurvePrivateKey | None = None
+
+
+def generator_es256_key(key: GeneratorKey) -> Es256Key:
+    """The ES256 key a hybrid C2PA claim signature by `key` uses: the organization's live upload, else the
+    key's certificate's (sealed, or in the backend `signer_migrate_keys` moved it to), read once with its
+    location and without building chains; issued here (`key_certificates_issue`) only when the key has none
+    yet, so only where the keys are held. Raises KeyUnavailable (503) when a sealed one does not unseal."""
     upload = _live_upload(key.generator)
     if upload is not None:
-        return _unseal_ec(upload.encrypted_private_key, _upload_context(key.generator_id))
-    sealed = (GeneratorCertificate.objects.filter(key_id=key.pk)
-              .values_list("encrypted_es256_private_key", flat=True).first())
-    if sealed is None:  # here the keys are held (the signer, or a process without one): issue in place
+        return Es256Key("sealed", private_key=_unseal_ec(upload.encrypted_private_key,
+                                                         _upload_context(key.generator_id)))
+    row = (GeneratorCertificate.objects.filter(key_id=key.pk)
+           .values_list("encrypted_es256_private_key", "es256_key_backend", "es256_key_reference").first())
+    sealed, backend, reference = row if row is not None else (None, "sealed", "")
+    # A blob beside a backend is newer than the key the backend holds: a certificate issued again after its
+    # key moved (moving clears the blob in the UPDATE that records the backend).
+    if sealed is None and backend != "sealed":
+        return Es256Key(backend, reference)
+    if sealed is None:
         sealed = key_certificates_issue(key, es256=True).encrypted_es256_private_key
-    return _unseal_ec(sealed, _es256_context(key.pk))
+    return Es256Key("sealed", private_key=_unseal_ec(sealed, _es256_context(key.pk)))
+
+
+def certificate_es256_private_key(row: GeneratorCertificate) -> ec.EllipticCurvePrivateKey:
+    """The sealed ES256 key of a generator key's certificate row, unsealed (signer_migrate_keys). Raises
+    SealedBlobError when it does not unseal."""
+    der = unseal(bytes(row.encrypted_es256_private_key), private_key_sealing_ring().keys,
+                 associated_data=_es256_context(row.pk))
+    return certs.ec_private_key_from_der(der)
 
 
 def signing_trust_anchors() -> list[bytes]:

@@ -27,13 +27,13 @@ from django.db import connection
 from core.errors import KeyUnavailable
 from core.signer_client import SignerRefused
 from core.signer_protocol import SignRequest, SignResponse
+from generators.certificates import generator_es256_key
 from generators.models import Generator, GeneratorKey
 from generators.services import KeyMaterial, generator_signing_seed, sealed_key_material
 from record_format import crypto
 from signer.backends.base import BackendError
 from signer.backends.registry import backend_named, default_backend_name
 from signer.counting import signature_counted
-from signer.es256 import es256_signing_key
 
 logger = logging.getLogger("signer")
 
@@ -135,10 +135,11 @@ def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) ->
         return _purpose_sign(request, _PURPOSES[request.purpose])
     if known is not None and str(known.generator_id) == request.generator_id and known.kid == request.kid:
         generator = known.generator
+        key = known if known.retired_at is None else None  # kids are unique per generator: no other current one
     else:  # one query on the way that signs: the current key with its generator; the generator alone to say why not
         generator_id = _uuid(request.generator_id)
-        known = _current_key(generator_id, request.kid) if generator_id else None
-        generator = known.generator if known is not None else (
+        key = _current_key(generator_id, request.kid) if generator_id else None
+        generator = key.generator if key is not None else (
             Generator.objects.filter(pk=generator_id).first() if generator_id else None)
     if generator is None:
         return _refused(request, "not_found", "no such generator")
@@ -148,8 +149,6 @@ def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) ->
         return _refused(request, "revoked", "the generator is revoked")
     if not generator.is_server_managed:
         return _refused(request, "refused", "the service holds no key of a client-managed generator")
-    key = known if known is not None and known.retired_at is None else (
-        GeneratorKey.objects.current().filter(generator=generator, kid=request.kid).first())
     if key is None:
         return _refused(request, "not_found", "no current key with this kid")
     if request.algorithm not in _ALGORITHMS.get(request.purpose, ()) or (
@@ -181,7 +180,7 @@ def _sign(key: GeneratorKey, request: SignRequest) -> bytes:
         if key.key_backend != "sealed":
             return _backend_signature(key.key_backend, key.key_reference, request)
         return crypto.sign(generator_signing_seed(key), request.message)
-    held = es256_signing_key(key)
+    held = generator_es256_key(key)
     if held.private_key is None:
         return _backend_signature(held.backend, held.reference, request)
     private_key = held.private_key
@@ -225,7 +224,7 @@ def _key_material(generator_id: uuid.UUID, backend: str) -> KeyMaterial:
                        backend=backend, reference=made.reference)
 
 
-_OPERATIONS: dict[str, Handler] = {"sign": lambda request: _policy_and_sign(request), "generate-key": _generate_key}
+_OPERATIONS: dict[str, Handler] = {"sign": _policy_and_sign, "generate-key": _generate_key}
 
 
 def _refused(request: SignRequest, error: str, detail: str) -> SignResponse:

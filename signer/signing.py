@@ -5,8 +5,6 @@ Both paths apply the same policy (`signer.service`), so what the signer refuses 
 its refusals come back as the API's errors.
 """
 
-from django.conf import settings
-
 from core import signer_client as client
 from core.errors import Forbidden, KeyUnavailable, NotFound, ServiceUnavailable
 from core.signer_protocol import SignRequest
@@ -22,14 +20,10 @@ def signature_of(*, key: GeneratorKey, org_id: str, purpose: str, algorithm: str
     fields = {"org_id": org_id, "generator_id": str(key.generator_id), "kid": key.kid, "algorithm": algorithm,
               "purpose": purpose, "message": message}
     try:
-        if settings.SIGNER_SOCKET:
+        if client.signer_configured():
             return client.signature_request(**fields)
         return service.signature_in_process(SignRequest.new(now_ms=0, **fields), key)
     except client.SignerRefused as refused:
         raise _REFUSALS.get(refused.error, ServiceUnavailable)(f"The signing service refused: {refused.detail}.") \
             from None
 
-
-def signs_in_process() -> bool:
-    """Whether keys are unsealed in this process (no signer service configured)."""
-    return not settings.SIGNER_SOCKET

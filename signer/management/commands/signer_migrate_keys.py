@@ -33,12 +33,11 @@ from django.db.models import Q, QuerySet
 from core.errors import KeyUnavailable
 from core.keyring import private_key_sealing_ring
 from core.sealing import SealedBlobError, sealed_key_id
-from generators.certificates import c2pa_secret_reseal
+from generators.certificates import c2pa_secret_reseal, certificate_es256_private_key
 from generators.models import CertificateAuthority, GeneratorCertificate, GeneratorKey, GeneratorUploadedCertificate
 from generators.services import generator_key_reseal, generator_signing_seed
 from signer.backends.base import BackendError, KeyBackend, UnsupportedAlgorithm
 from signer.backends.registry import SEALED, backend_named
-from signer.es256 import es256_certificate_private_key
 
 logger = logging.getLogger("signer")
 
@@ -101,7 +100,7 @@ def _move_es256_key(pk: uuid.UUID, backend: KeyBackend, imported: Callable[[str]
         if row is None or row.encrypted_es256_private_key is None:
             return THERE
         try:
-            private_key = es256_certificate_private_key(row)
+            private_key = certificate_es256_private_key(row)
         except SealedBlobError:
             raise MoveFailed("its sealed ES256 key does not unseal with the configured KEY_ENCRYPTION_KEY") from None
         certified = x509.load_der_x509_certificate(bytes(row.es256_certificate)).public_key().public_bytes(
