@@ -72,7 +72,7 @@ def generator_c2pa_credentials(key: GeneratorKey, *, private_key: bool = True) -
     if private_key and signer_configured():
         raise ValueError("the signer service holds the ES256 keys: ask for credentials without private_key")
     generator = key.generator
-    hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
+    hybrid = _is_hybrid(generator)
     upload = _live_upload(generator) if hybrid else None
     stored = key_certificates_ensure(key, es256=hybrid and upload is None)
     ml_dsa_chain = (bytes(stored.ml_dsa_certificate), *authority.issuer_chain(stored.ml_dsa_issuer))
@@ -172,8 +172,7 @@ def key_certificates_issue(key: GeneratorKey, *, es256: bool) -> GeneratorCertif
 def generator_wants_es256(generator: Generator) -> bool:
     """Whether the deployment CA issues this generator's keys an ES256 certificate: hybrid, server-managed,
     and no live upload of the organization's own."""
-    hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
-    return hybrid and not _has_upload(generator)
+    return _is_hybrid(generator) and not _has_upload(generator)
 
 
 def upload_key_seal(generator_id: uuid.UUID, key_der: bytes) -> bytes:
@@ -199,12 +198,12 @@ def public_key_certificates(generator: Generator) -> dict[str, dict[str, list[st
     [...], "es256": [...]} (es256 for hybrid generators). The current key of an active generator gets its
     certificates issued once; other keys show what is stored."""
     current = [k for k in generator.keys.all() if k.retired_at is None]
-    hybrid = generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
+    hybrid = _is_hybrid(generator)
+    upload = _live_upload(generator) if hybrid else None
     if current and not generator.is_revoked:
-        key_certificates_ensure(current[0], es256=generator_wants_es256(generator))
+        key_certificates_ensure(current[0], es256=hybrid and upload is None)  # generator_wants_es256, read once
     stored = {c.key_id: c for c in GeneratorCertificate.objects.filter(key__generator=generator).select_related(
         "ml_dsa_issuer", "es256_issuer")}
-    upload = _live_upload(generator) if hybrid else None
     shown: dict[str, dict[str, list[str]]] = {}
     for key in generator.keys.all():
         chains = _chains_of(stored.get(key.pk), hybrid=hybrid)
@@ -390,6 +389,11 @@ def _pems(der: bytes, issuer: CertificateAuthority) -> list[str]:
 
 def _has_upload(generator: Generator) -> bool:
     return _live_upload(generator) is not None
+
+
+def _is_hybrid(generator: Generator) -> bool:
+    # Hybrid signing is the service's ES256 key beside the ML-DSA-65 one: only where the service holds keys.
+    return generator.c2pa_signing == Generator.C2paSigning.HYBRID and generator.is_server_managed
 
 
 def _live_upload(generator: Generator) -> GeneratorUploadedCertificate | None:

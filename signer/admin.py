@@ -11,7 +11,6 @@ class SignatureCountAdmin(admin.ModelAdmin):
     list_filter = ("day", "purpose", "algorithm")
     search_fields = ("org_id", "generator_id")
     date_hierarchy = "day"
-    readonly_fields = list_display
 
     def has_add_permission(self, request) -> bool:
         return False

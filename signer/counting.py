@@ -12,6 +12,7 @@ database write on the signing path (docs/decisions.md, "Counting signatures").
 """
 
 import datetime
+import functools
 import logging
 import os
 import threading
@@ -206,16 +207,17 @@ def _redis_tally() -> RedisTally | None:
     if not settings.REDIS_URL or redis_skipped():
         return None
     client = redis_client()
-    if client is None:
-        return None
-    tally = _redis_tallies.get(id(client))
-    if tally is None:
-        tally = _redis_tallies[id(client)] = RedisTally(client, cache_key("signer:signature-counts"))
-    return tally
+    return _tally_for(client) if client is not None else None
+
+
+@functools.lru_cache(maxsize=64)
+def _tally_for(client) -> RedisTally:
+    # Bounded like core.cache's clients, which it is keyed by (one per thread's cache): a signer serves each
+    # connection on a new thread, and a dict of every client it ever had would hold their pools open.
+    return RedisTally(client, cache_key("signer:signature-counts"))
 
 
 _memory = MemoryTally()
-_redis_tallies: dict[int, RedisTally] = {}
 
 
 class _Flusher:

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from django.db import connection
 
 from core.errors import KeyUnavailable
@@ -31,7 +30,8 @@ from generators.certificates import generator_es256_key
 from generators.models import Generator, GeneratorKey
 from generators.services import KeyMaterial, generator_signing_seed, sealed_key_material
 from record_format import crypto
-from signer.backends.base import BackendError
+from signer.backends.base import BackendError, BackendNotConfigured
+from signer.backends.kms_encodings import ecdsa_der_to_raw
 from signer.backends.registry import backend_named, default_backend_name
 from signer.counting import signature_counted
 
@@ -183,9 +183,7 @@ def _sign(key: GeneratorKey, request: SignRequest) -> bytes:
     held = generator_es256_key(key)
     if held.private_key is None:
         return _backend_signature(held.backend, held.reference, request)
-    private_key = held.private_key
-    r, s = decode_dss_signature(private_key.sign(request.message, ec.ECDSA(hashes.SHA256())))
-    return r.to_bytes(32, "big") + s.to_bytes(32, "big")  # COSE's r || s
+    return ecdsa_der_to_raw(held.private_key.sign(request.message, ec.ECDSA(hashes.SHA256())))  # COSE's r || s
 
 
 def _backend_signature(backend: str, reference: str, request: SignRequest) -> bytes:
@@ -207,11 +205,11 @@ def _generate_key(request: SignRequest) -> SignResponse:
     backend = str(request.args.get("backend") or default_backend_name())
     try:
         material = _key_material(generator_id, backend)
+    except BackendNotConfigured:
+        return _refused(request, "bad_request", f"no key backend {backend!r} is configured here")
     except BackendError as error:
         logger.error("backend %s could not make a key for generator %s: %s", backend, generator_id, error)
         return _refused(request, "unavailable", f"the {backend} backend could not make a key")
-    except KeyError:
-        return _refused(request, "bad_request", f"no key backend {backend!r} is configured here")
     logger.info("made key %s for generator %s in %s", material.kid, generator_id, material.backend)
     return result(request, material.as_result())
 

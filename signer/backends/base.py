@@ -23,6 +23,10 @@ class BackendError(Exception):
     """The backend could not do what was asked (the message says why, never with key material)."""
 
 
+class BackendNotConfigured(BackendError, KeyError):
+    """No backend of this name is configured in this process (a KeyError too, for callers that look one up)."""
+
+
 class UnsupportedAlgorithm(BackendError):
     """The store does not offer this algorithm (a PKCS#11 token without its mechanism, for one)."""
 

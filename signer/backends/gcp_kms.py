@@ -113,7 +113,7 @@ class TokenFile:
         try:
             with open(self._path, encoding="utf-8") as token_file:
                 token = token_file.read().strip()
-        except OSError as error:
+        except (OSError, UnicodeDecodeError) as error:
             raise BackendError(f"cannot read the access token file ({type(error).__name__})") from None
         if not token:
             raise BackendError("the access token file is empty")
@@ -168,7 +168,8 @@ def public_key_from_answer(answer: dict, algorithm: str) -> bytes:
     if answer.get("algorithm") != VERSION_ALGORITHMS[algorithm]:
         raise BackendError(f"Cloud KMS key version is {answer.get('algorithm')}, not {VERSION_ALGORITHMS[algorithm]}")
     if algorithm == "ml-dsa-65":
-        wrapped = answer.get("publicKey") or {}
+        wrapped = answer.get("publicKey")
+        wrapped = wrapped if isinstance(wrapped, dict) else {}
         raw = _checked_bytes(wrapped.get("data"), wrapped.get("crc32cChecksum"), "public key")
         if len(raw) != kms_encodings.ML_DSA_65_PUBLIC_KEY_BYTES:
             raise BackendError(f"Cloud KMS answered a {len(raw)}-byte ML-DSA-65 public key")

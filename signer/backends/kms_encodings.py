@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
+from cryptography import exceptions
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.mldsa import MLDSA65PublicKey
@@ -37,19 +38,19 @@ def raw_public_key(key: object, algorithm: str) -> bytes:
 
 def public_key_from_der(spki_der: bytes, algorithm: str) -> bytes:
     """The raw public key in a DER SubjectPublicKeyInfo. Raises BackendError."""
-    try:
-        key = serialization.load_der_public_key(spki_der)
-    except ValueError:
-        raise BackendError("the key store answered a public key that is not DER SubjectPublicKeyInfo") from None
-    return raw_public_key(key, algorithm)
+    return _public_key(serialization.load_der_public_key, spki_der, algorithm, "DER")
 
 
 def public_key_from_pem(spki_pem: bytes, algorithm: str) -> bytes:
     """The raw public key in a PEM SubjectPublicKeyInfo. Raises BackendError."""
+    return _public_key(serialization.load_pem_public_key, spki_pem, algorithm, "PEM")
+
+
+def _public_key(load, spki: bytes, algorithm: str, form: str) -> bytes:
     try:
-        key = serialization.load_pem_public_key(spki_pem)
-    except ValueError:
-        raise BackendError("the key store answered a public key that is not PEM SubjectPublicKeyInfo") from None
+        key = load(spki)
+    except (ValueError, exceptions.UnsupportedAlgorithm):  # not a key, or of a type pyca does not know
+        raise BackendError(f"the key store answered a public key that is not {form} SubjectPublicKeyInfo") from None
     return raw_public_key(key, algorithm)
 
 

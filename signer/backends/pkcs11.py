@@ -324,7 +324,7 @@ class Pkcs11Backend(KeyBackend):
                 self._token = self._module.library.get_token(token_label=token_label)
             except (NoSuchToken, MultipleTokensReturned):
                 raise BackendError(f"no single PKCS#11 token labelled {token_label!r}") from None
-        self._mechanisms = self._token_mechanisms()  # for sign(): a token's mechanisms do not change
+        self._mechanisms = self._token_mechanisms()  # a token's mechanisms do not change
         self._idle: queue.LifoQueue[_PooledSession] = queue.LifoQueue()
         self._opened: list[_PooledSession] = []
         self._pool_lock = threading.Lock()
@@ -333,7 +333,7 @@ class Pkcs11Backend(KeyBackend):
         _login(module_path, self._token, pin)
 
     def algorithms(self) -> frozenset[str]:
-        mechanisms = self._token_mechanisms()
+        mechanisms = self._mechanisms
         return frozenset(
             algorithm
             for algorithm, recipe in RECIPES.items()
@@ -341,7 +341,7 @@ class Pkcs11Backend(KeyBackend):
         )
 
     def generate(self, algorithm: str, label: str) -> NewKey:
-        recipe = self._recipe(algorithm, self._token_mechanisms(), needs_generation=True)
+        recipe = self._recipe(algorithm, self._mechanisms, needs_generation=True)
         key_id = secrets.token_bytes(KEY_ID_BYTES)
         request = key_pair_request(algorithm, label, key_id)
         with self._session() as pooled, token_errors("key generation"):
@@ -357,7 +357,7 @@ class Pkcs11Backend(KeyBackend):
         return NewKey(public_key=public_key, reference=key_id.hex())
 
     def import_key(self, algorithm: str, private_key: bytes, label: str) -> NewKey:
-        recipe = self._recipe(algorithm, self._token_mechanisms(), needs_generation=False)
+        recipe = self._recipe(algorithm, self._mechanisms, needs_generation=False)
         public_key = public_key_of(algorithm, private_key)
         with self._session() as pooled, token_errors("key import"):
             key_id = self._imported_before(pooled, recipe, label, public_key)

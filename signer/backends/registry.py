@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from signer.backends.base import KeyBackend
+from signer.backends.base import BackendError, BackendNotConfigured, KeyBackend
 
 SEALED = "sealed"
 
@@ -29,17 +29,21 @@ def configured_backend_names() -> list[str]:
 
 
 def backend_named(name: str) -> KeyBackend:
-    """The backend `name`, made on first use. Raises KeyError for one that is not configured here (and for
-    `sealed`, which is no KeyBackend: sealed keys are the database's, read by generators.services)."""
+    """The backend `name`, made on first use. Raises BackendNotConfigured (a KeyError and a BackendError) for
+    one that is not configured here, and for `sealed`, which is no KeyBackend (sealed keys are the
+    database's, read by generators.services); BackendError when its settings do not make one."""
     backend = _made.get(name)
     if backend is not None:
         return backend
-    configured, make = _FACTORIES[name]
+    configured, make = _FACTORIES.get(name, (lambda: False, None))
     if not configured():
-        raise KeyError(name)
+        raise BackendNotConfigured(name)
     with _lock:
         if name not in _made:
-            _made[name] = make()
+            try:
+                _made[name] = make()
+            except ValueError as error:  # a malformed setting (a key ring's name, a region)
+                raise BackendError(f"the {name} backend's settings do not hold: {error}") from None
         return _made[name]
 
 
