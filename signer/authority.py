@@ -28,7 +28,7 @@ from generators.certificates import (
 )
 from generators.models import Generator, GeneratorKey
 from record_format import certificates as certs
-from signer.service import refused, result
+from signer.service import generator_refusal, refused, result
 
 logger = logging.getLogger("signer")
 
@@ -83,13 +83,8 @@ def _active_generator(request: SignRequest) -> tuple[Generator | None, SignRespo
         generator = Generator.objects.select_related("org").filter(pk=uuid.UUID(request.generator_id)).first()
     except ValueError:
         return None, refused(request, "bad_request", "generator_id is not a UUID")
-    if generator is None:
-        return None, refused(request, "not_found", "no such generator")
-    if str(generator.org_id) != request.org_id:
-        return None, refused(request, "forbidden", "the generator belongs to another organization")
-    if generator.is_revoked:
-        return None, refused(request, "revoked", "the generator is revoked")
-    return generator, None
+    refusal = generator_refusal(request, generator)
+    return (None, refusal) if refusal is not None else (generator, None)
 
 
 def _is_p256_key(der: bytes) -> bool:

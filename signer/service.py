@@ -83,6 +83,17 @@ def purposes_start() -> None:
             policy.start()
 
 
+def generator_refusal(request: SignRequest, generator: Generator | None) -> SignResponse | None:
+    """Why the request may not use `generator` (none, another organization's, revoked), or None."""
+    if generator is None:
+        return _refused(request, "not_found", "no such generator")
+    if str(generator.org_id) != request.org_id:
+        return _refused(request, "forbidden", "the generator belongs to another organization")
+    if generator.is_revoked:
+        return _refused(request, "revoked", "the generator is revoked")
+    return None
+
+
 def result(request: SignRequest, values: dict) -> SignResponse:
     """An operation's successful answer."""
     return SignResponse(request.request_id, result=values)
@@ -141,12 +152,9 @@ def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) ->
         key = _current_key(generator_id, request.kid) if generator_id else None
         generator = key.generator if key is not None else (
             Generator.objects.filter(pk=generator_id).first() if generator_id else None)
-    if generator is None:
-        return _refused(request, "not_found", "no such generator")
-    if str(generator.org_id) != request.org_id:
-        return _refused(request, "forbidden", "the generator belongs to another organization")
-    if generator.is_revoked:
-        return _refused(request, "revoked", "the generator is revoked")
+    refusal = generator_refusal(request, generator)
+    if refusal is not None:
+        return refusal
     if not generator.is_server_managed:
         return _refused(request, "refused", "the service holds no key of a client-managed generator")
     if key is None:
