@@ -9,7 +9,7 @@ it should not, is ServiceUnavailable (503 with Retry-After): nothing was done.
 import socket
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.conf import settings
 
@@ -79,7 +79,8 @@ class _Connections(threading.local):
         """(a channel, whether it was kept from before). A new one reads the signer's hello first."""
         channel = self.open.get(path)
         if channel is not None:
-            channel.connection.settimeout(timeout)
+            if channel.connection.gettimeout() != timeout:  # settimeout costs two fcntl calls, even unchanged
+                channel.connection.settimeout(timeout)
             return channel, True
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -126,7 +127,7 @@ def _exchange(request: protocol.SignRequest, path: str | None, secret: bytes | N
 def _send(request: protocol.SignRequest, path: str, secret: bytes, timeout: float) -> protocol.SignResponse:
     channel, kept = _connections.get(path, secret, timeout)
     channel.sequence += 1
-    frame = protocol.seal_request(replace(request, sequence=channel.sequence), secret, challenge=channel.challenge)
+    frame = protocol.seal_request(request, secret, challenge=channel.challenge, sequence=channel.sequence)
     try:
         protocol.write_frame(channel.connection, frame)
         body = protocol.read_frame(channel.connection)

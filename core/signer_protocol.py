@@ -7,9 +7,10 @@ A request names an operation (`op`): `sign` (the message, with a purpose and an 
 other OPERATIONS (making a key, issuing certificates), whose inputs travel in `args` and whose outputs come
 back in `result`: maps of short text keys to text, bytes, integers or booleans.
 
-A frame is a 4-byte big-endian length and that many bytes of canonical CBOR, at most MAX_FRAME_BYTES.
-Every frame is authenticated with HMAC-SHA256 under the deployment's signer secret, each kind with its own
-domain label, so neither side accepts what the other did not send. A connection opens with the signer's
+A frame is a 4-byte big-endian length and that many bytes, at most MAX_FRAME_BYTES: a CBOR map, then its
+32-byte HMAC-SHA256 under the deployment's signer secret. The MAC covers the map's bytes as sent (no
+canonical form is needed) behind each kind's own domain label, so neither side accepts what the other did
+not send. A connection opens with the signer's
 hello: a fresh random challenge, authenticated (the worker knows it reached the signer). Each request's MAC
 covers that challenge and the request's sequence number on the connection, which must grow: a request
 copied to another connection does not authenticate there (a forgery to the signer, which closes it), one
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 
 import cbor2
 
-VERSION = 3  # 2: operations beside signing (`op`, `args`, `result`); 3: the hello and sequence numbers
+VERSION = 4  # 2: operations (`op`, `args`, `result`); 3: the hello and sequence numbers; 4: map then MAC
 MAX_FRAME_BYTES = 1024 * 1024  # a C2PA claim is tens of KB; records and checkpoints far less
 WINDOW_SECONDS = 30
 REQUEST_ID_BYTES = 16
@@ -106,12 +107,13 @@ def open_hello(frame: bytes, secret: bytes) -> bytes:
     return challenge
 
 
-def seal_request(request: SignRequest, secret: bytes, *, challenge: bytes) -> bytes:
-    """The request for the connection whose hello gave `challenge`."""
+def seal_request(request: SignRequest, secret: bytes, *, challenge: bytes, sequence: int | None = None) -> bytes:
+    """The request for the connection whose hello gave `challenge`, as number `sequence` on it (default: the
+    request's own)."""
     fields = {"v": VERSION, "id": request.request_id, "t": request.issued_at_ms, "org": request.org_id,
               "gen": request.generator_id, "kid": request.kid, "alg": request.algorithm, "for": request.purpose,
               "msg": request.message, "op": request.op, "args": _checked_map(request.args, "args"),
-              "seq": request.sequence}
+              "seq": request.sequence if sequence is None else sequence}
     return _sealed(fields, _REQUEST_LABEL + challenge, secret)
 
 
@@ -182,34 +184,34 @@ def check_secret(secret: bytes) -> bytes:
 
 
 def _read_exactly(connection: socket.socket, size: int, *, at_start: bool) -> bytes:
-    data = bytearray()
+    first = connection.recv(min(size, 65536))
+    if len(first) == size:  # the usual case: a frame's part arrives whole
+        return first
+    if not first:
+        if at_start:
+            raise EOFError
+        raise ProtocolError("the connection ended inside a frame")
+    data = bytearray(first)
     while len(data) < size:
         chunk = connection.recv(min(size - len(data), 65536))
         if not chunk:
-            if at_start and not data:
-                raise EOFError
             raise ProtocolError("the connection ended inside a frame")
         data += chunk
     return bytes(data)
 
 
 def _sealed(fields: dict, label: bytes, secret: bytes) -> bytes:
-    body = cbor2.dumps(fields, canonical=True)
-    mac = hmac.new(check_secret(secret), label + body, hashlib.sha256).digest()
-    return cbor2.dumps([body, mac], canonical=True)
+    body = cbor2.dumps(fields)
+    return body + hmac.digest(check_secret(secret), label + body, "sha256")
 
 
 def _opened(frame: bytes, label: bytes, secret: bytes) -> dict:
-    try:
-        body, mac = cbor2.loads(frame)
-    except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, RecursionError, LookupError):
-        raise ProtocolError("not a signer frame") from None
-    if not isinstance(body, bytes) or not isinstance(mac, bytes) or len(mac) != _MAC_BYTES:
+    if len(frame) <= _MAC_BYTES:
         raise ProtocolError("not a signer frame")
-    expected = hmac.new(check_secret(secret), label + body, hashlib.sha256).digest()
-    if not hmac.compare_digest(mac, expected):
+    body, mac = frame[:-_MAC_BYTES], frame[-_MAC_BYTES:]
+    if not hmac.compare_digest(mac, hmac.digest(check_secret(secret), label + body, "sha256")):
         raise ProtocolError("the frame's MAC does not hold: forged, altered, or another secret")
-    try:
+    try:  # only what authenticated is decoded
         fields = cbor2.loads(body)
     except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, RecursionError, LookupError):
         raise ProtocolError("the frame's body is not CBOR") from None

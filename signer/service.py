@@ -15,6 +15,7 @@ connection's challenge and sequence number), before anything here runs.
 """
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,20 +113,81 @@ _KEY_WITH_GENERATOR = (
     f"WHERE k.generator_id = %s AND k.kid = %s AND k.retired_at IS NULL")
 
 
-def _current_key(generator_id: uuid.UUID, kid: str) -> GeneratorKey | None:
-    """The generator's current key `kid` with its generator, in one statement without the ORM's query
-    building, the signer's hot path (docs/architecture.md, "Where we step around Django")."""
-    with connection.cursor() as cursor:
-        cursor.execute(_KEY_WITH_GENERATOR, [Generator._meta.pk.get_db_prep_value(generator_id, connection), kid])
-        row = cursor.fetchone()
+@dataclass(frozen=True)
+class KeyPolicy:
+    """What a signature's policy reads, in one row: the generator's state and its current key `kid`. It reads
+    like a GeneratorKey (and like its Generator, for `generator_refusal`) without building either model."""
+
+    generator_id: uuid.UUID
+    org_id: uuid.UUID
+    status: str
+    mode: str
+    c2pa_signing: str
+    pk: uuid.UUID
+    kid: str
+    encrypted_private_key: bytes | None
+    key_backend: str
+    key_reference: str
+    public_key: bytes
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.status == Generator.Status.REVOKED
+
+    @property
+    def is_server_managed(self) -> bool:
+        return self.mode == Generator.Mode.SERVER
+
+    @classmethod
+    def of(cls, key: GeneratorKey) -> "KeyPolicy":
+        """The policy of a key row a caller in this process already holds (with its generator)."""
+        generator = key.generator
+        return cls(generator.pk, generator.org_id, generator.status, generator.mode, generator.c2pa_signing, key.pk,
+                   key.kid, key.encrypted_private_key, key.key_backend, key.key_reference, key.public_key)
+
+    def as_model(self) -> GeneratorKey:
+        """The key as a GeneratorKey with its Generator, for the code that takes models (a hybrid's ES256 key)."""
+        generator = Generator(id=self.generator_id, org_id=self.org_id, status=self.status, mode=self.mode,
+                              c2pa_signing=self.c2pa_signing)
+        return GeneratorKey(id=self.pk, generator=generator, kid=self.kid, retired_at=None, public_key=self.public_key,
+                            key_backend=self.key_backend, key_reference=self.key_reference,
+                            encrypted_private_key=self.encrypted_private_key)
+
+
+class _PolicyCursor(threading.local):
+    """This thread's kept psycopg cursor for the policy read, and the connection it belongs to."""
+
+    raw_connection: object = None
+    cursor: object = None
+
+
+_policy_cursor = _PolicyCursor()
+
+
+def _current_key(generator_id: uuid.UUID, kid: str) -> KeyPolicy | None:
+    """The generator's current key `kid` with its generator's state, in one prepared statement on a cursor this
+    thread keeps, without the ORM or Django's cursor wrapper: the signer's hot path (docs/architecture.md,
+    "Where we step around Django")."""
+    row = _policy_row([Generator._meta.pk.get_db_prep_value(generator_id, connection), kid])
     if row is None:
         return None
     gid, org_id, status, mode, c2pa_signing, key_id, sealed, backend, reference, public_key = row
-    generator = Generator(id=_as_uuid(gid), org_id=_as_uuid(org_id), status=status, mode=mode,
-                          c2pa_signing=c2pa_signing)
-    return GeneratorKey(id=_as_uuid(key_id), generator=generator, kid=kid, retired_at=None,
-                        public_key=bytes(public_key), key_backend=backend, key_reference=reference,
-                        encrypted_private_key=bytes(sealed) if sealed is not None else None)
+    return KeyPolicy(_as_uuid(gid), _as_uuid(org_id), status, mode, c2pa_signing, _as_uuid(key_id), kid,
+                     bytes(sealed) if sealed is not None else None, backend, reference, bytes(public_key))
+
+
+def _policy_row(params: list) -> tuple | None:
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_KEY_WITH_GENERATOR, params)
+            return cursor.fetchone()
+    connection.ensure_connection()
+    raw = connection.connection
+    with connection.wrap_database_errors:  # Django's errors, and a broken connection is closed at the next request
+        if _policy_cursor.raw_connection is not raw:  # Django reconnected: a cursor of the new connection
+            _policy_cursor.raw_connection, _policy_cursor.cursor = raw, raw.cursor()
+        _policy_cursor.cursor.execute(_KEY_WITH_GENERATOR, params, prepare=True)
+        return _policy_cursor.cursor.fetchone()
 
 
 def _as_uuid(value: object) -> uuid.UUID:
@@ -135,22 +197,23 @@ def _as_uuid(value: object) -> uuid.UUID:
 def signature_in_process(request: SignRequest, key: GeneratorKey) -> bytes:
     """`request_sign` for a caller in this process (no signer service) that has the key's row at hand: the
     same policy on it, no replay check (nothing crossed a socket). Raises SignerRefused."""
-    answer = _policy_and_sign(request, key)
+    answer = _policy_and_sign(request, KeyPolicy.of(key), known_retired=key.retired_at is not None)
     if answer.signature is None:
         raise SignerRefused(answer.error or "refused", answer.detail)
     return answer.signature
 
 
-def _policy_and_sign(request: SignRequest, known: GeneratorKey | None = None) -> SignResponse:
+def _policy_and_sign(request: SignRequest, known: KeyPolicy | None = None, *, known_retired: bool = False
+                     ) -> SignResponse:
     if request.purpose in _PURPOSES:
         return _purpose_sign(request, _PURPOSES[request.purpose])
     if known is not None and str(known.generator_id) == request.generator_id and known.kid == request.kid:
-        generator = known.generator
-        key = known if known.retired_at is None else None  # kids are unique per generator: no other current one
+        generator = known
+        key = None if known_retired else known  # kids are unique per generator: no other current one
     else:  # one query on the way that signs: the current key with its generator; the generator alone to say why not
         generator_id = _uuid(request.generator_id)
         key = _current_key(generator_id, request.kid) if generator_id else None
-        generator = key.generator if key is not None else (
+        generator = key if key is not None else (
             Generator.objects.filter(pk=generator_id).first() if generator_id else None)
     refusal = generator_refusal(request, generator)
     if refusal is not None:
@@ -183,12 +246,12 @@ def _purpose_sign(request: SignRequest, policy: PurposePolicy) -> SignResponse:
     return SignResponse(request.request_id, signature=signature)
 
 
-def _sign(key: GeneratorKey, request: SignRequest) -> bytes:
+def _sign(key: KeyPolicy, request: SignRequest) -> bytes:
     if request.algorithm == "ml-dsa-65":
         if key.key_backend != "sealed":
             return _backend_signature(key.key_backend, key.key_reference, request)
         return crypto.sign(generator_signing_seed(key), request.message)
-    held = generator_es256_key(key)
+    held = generator_es256_key(key.as_model())
     if held.private_key is None:
         return _backend_signature(held.backend, held.reference, request)
     return ecdsa_der_to_raw(held.private_key.sign(request.message, ec.ECDSA(hashes.SHA256())))  # COSE's r || s

@@ -40,12 +40,13 @@ def test_another_secret_an_altered_field_or_a_swapped_label_is_refused():
     sealed = protocol.seal_request(request, SECRET, challenge=CHALLENGE)
     with pytest.raises(ProtocolError, match="MAC"):
         protocol.open_request(sealed, b"t" * 32, now_ms=NOW, challenge=CHALLENGE)
-    body, mac = cbor2.loads(sealed)
+    body, mac = sealed[:-32], sealed[-32:]
     fields = cbor2.loads(body)
     fields["gen"] = "gen-2"  # another generator, the MAC kept
     with pytest.raises(ProtocolError, match="MAC"):
-        protocol.open_request(cbor2.dumps([cbor2.dumps(fields, canonical=True), mac]), SECRET, now_ms=NOW,
-                              challenge=CHALLENGE)
+        protocol.open_request(cbor2.dumps(fields) + mac, SECRET, now_ms=NOW, challenge=CHALLENGE)
+    with pytest.raises(ProtocolError, match="MAC"):  # one bit of the MAC
+        protocol.open_request(sealed[:-1] + bytes([sealed[-1] ^ 1]), SECRET, now_ms=NOW, challenge=CHALLENGE)
     answer = protocol.seal_response(SignResponse(request.request_id, signature=b"sig"), SECRET)
     with pytest.raises(ProtocolError, match="MAC"):  # an answer is not a request, even under the same secret
         protocol.open_request(answer, SECRET, now_ms=NOW, challenge=CHALLENGE)
@@ -61,7 +62,7 @@ def test_a_stale_request_and_an_answer_to_another_request_are_refused():
         protocol.open_response(answer, SECRET, request_id=_request().request_id)
 
 
-@pytest.mark.parametrize("frame", [b"", b"\x00", cbor2.dumps([b"x"]), cbor2.dumps([b"x", b"y" * 32, b"z"]),
+@pytest.mark.parametrize("frame", [b"", b"\x00", b"m" * 32, cbor2.dumps([b"x"]), cbor2.dumps([b"x", b"y" * 32, b"z"]),
                                    cbor2.dumps({"a": 1}), cbor2.dumps([1, 2]), b"\x9f" * 10_000])
 def test_garbage_is_a_protocol_error(frame):
     with pytest.raises(ProtocolError):
@@ -131,13 +132,15 @@ def test_an_unknown_operation_is_refused_before_anything_is_done():
         protocol.open_request(sealed, SECRET, now_ms=NOW, challenge=CHALLENGE)
 
 
-def test_a_request_of_the_first_protocol_version_is_refused():
+def test_a_request_of_an_earlier_protocol_version_is_refused():
     request = _request()
-    body = cbor2.dumps({"v": 1, "id": request.request_id, "t": NOW, "org": "o", "gen": "g", "kid": "k",
-                        "alg": "ml-dsa-65", "for": "record", "msg": b"m"}, canonical=True)
+    body = cbor2.dumps({"v": 3, "id": request.request_id, "t": NOW, "org": "o", "gen": "g", "kid": "k",
+                        "alg": "ml-dsa-65", "for": "record", "msg": b"m", "op": "sign", "args": {}, "seq": 1})
     mac = protocol.hmac.new(SECRET, b"svc-signer request v1\x00" + CHALLENGE + body, protocol.hashlib.sha256).digest()
-    with pytest.raises(ProtocolError, match="version"):
-        protocol.open_request(cbor2.dumps([body, mac], canonical=True), SECRET, now_ms=NOW, challenge=CHALLENGE)
+    with pytest.raises(ProtocolError, match="version"):  # authenticated, of the version before
+        protocol.open_request(body + mac, SECRET, now_ms=NOW, challenge=CHALLENGE)
+    with pytest.raises(ProtocolError):  # version 3's frame layout (a CBOR array of the map and its MAC)
+        protocol.open_request(cbor2.dumps([body, mac]), SECRET, now_ms=NOW, challenge=CHALLENGE)
 
 
 def test_a_request_is_bound_to_its_connections_challenge_and_carries_its_sequence_number():
