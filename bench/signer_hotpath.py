@@ -43,6 +43,7 @@ def main() -> None:
 
         from core import signer_client
         from generators.models import GeneratorKey
+        from signer import counting
         from signer.signing import signature_of
         from tests import factories
 
@@ -80,6 +81,8 @@ def main() -> None:
             signer.terminate()
             signer.wait(timeout=60)
             signer_client._connections.drop(socket_path)
+            counting.counts_flush()  # what this process counted in process, before its Redis and database go
+            counting.stop_flusher()
 
 
 if __name__ == "__main__":

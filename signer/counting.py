@@ -232,6 +232,8 @@ class _Flusher:
         self._thread.start()
 
     def stop(self) -> None:
+        if self._stopping.is_set():  # stopped already (stop_flusher), and Python's exit asks again
+            return
         self._stopping.set()
         self._thread.join(timeout=30)
         self._flush()
@@ -290,6 +292,15 @@ def _ensure_flusher() -> None:
             if _state.flusher is not None:
                 # Before Python joins its threads at exit: a signer that stops stores its last second's counts.
                 threading._register_atexit(_state.flusher.stop)
+
+
+def stop_flusher() -> None:
+    """Stop this process's flusher thread after one last flush (a script that signs in process, before the
+    database it counts into goes away)."""
+    with _state_lock:
+        if _state.flusher is not None and _state.pid == os.getpid():
+            _state.flusher.stop()
+            _state.flusher, _state.pid = None, None
 
 
 def _writes_in_background() -> bool:
