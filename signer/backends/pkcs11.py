@@ -180,13 +180,25 @@ def return_value_name(error: PKCS11Error) -> str:
     return irregular.get(name) or "CKR_" + re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
 
 
+class SessionLost(BackendError):
+    """The session the call went through is gone (closed, its token removed or its device failed): it must not
+    go back to the pool."""
+
+
+# Return values after which a session serves no further call.
+_SESSION_LOST = (pkcs11.exceptions.SessionHandleInvalid, pkcs11.exceptions.SessionClosed,
+                 pkcs11.exceptions.DeviceRemoved, pkcs11.exceptions.TokenNotPresent, pkcs11.exceptions.DeviceError)
+
+
 @contextlib.contextmanager
 def token_errors(operation: str) -> Iterator[None]:
-    """Turns a token's refusal into BackendError naming the PKCS#11 return value (never the PIN)."""
+    """Turns a token's refusal into BackendError naming the PKCS#11 return value (never the PIN); SessionLost
+    when the session is gone."""
     try:
         yield
     except PKCS11Error as error:
-        raise BackendError(f"PKCS#11 {operation} failed: {return_value_name(error)}") from None
+        kind = SessionLost if isinstance(error, _SESSION_LOST) else BackendError
+        raise kind(f"PKCS#11 {operation} failed: {return_value_name(error)}") from None
 
 
 class _CK_VERSION(ctypes.Structure):
@@ -325,7 +337,8 @@ class Pkcs11Backend(KeyBackend):
             except (NoSuchToken, MultipleTokensReturned):
                 raise BackendError(f"no single PKCS#11 token labelled {token_label!r}") from None
         self._mechanisms = self._token_mechanisms()  # a token's mechanisms do not change
-        self._idle: queue.LifoQueue[_PooledSession] = queue.LifoQueue()
+        # Sessions back from use; None wakes a waiter after a session was dropped, to open another.
+        self._idle: queue.LifoQueue[_PooledSession | None] = queue.LifoQueue()
         self._opened: list[_PooledSession] = []
         self._pool_lock = threading.Lock()
         self._pool_size = sessions
@@ -410,7 +423,7 @@ class Pkcs11Backend(KeyBackend):
         while not self._idle.empty():
             self._idle.get_nowait()
         for pooled in opened:
-            with token_errors("session close"):
+            with self._module.call_gate, token_errors("session close"), contextlib.suppress(SessionLost):
                 pooled.session.close()
         _logout(self._module_path, self._token)
 
@@ -432,29 +445,51 @@ class Pkcs11Backend(KeyBackend):
 
     @contextlib.contextmanager
     def _session(self) -> Iterator[_PooledSession]:
-        """A session for this thread alone until the block ends; opens one while the pool is not full,
-        else waits for one to come back."""
+        """A session for this thread alone until the block ends; opens one while the pool is not full, else
+        waits for one to come back. A session found gone is dropped, never handed out again."""
         pooled = self._take_session()
         try:
             with self._module.call_gate:
                 yield pooled
-        finally:
-            if not self._is_closed:
-                self._idle.put(pooled)
+        except SessionLost:
+            self._drop(pooled)
+            raise
+        except BaseException:
+            self._give_back(pooled)
+            raise
+        self._give_back(pooled)
+
+    def _give_back(self, pooled: _PooledSession) -> None:
+        if not self._is_closed:
+            self._idle.put(pooled)
+
+    def _drop(self, pooled: _PooledSession) -> None:
+        with self._pool_lock:
+            if pooled in self._opened:
+                self._opened.remove(pooled)
+        with self._module.call_gate, contextlib.suppress(PKCS11Error):
+            pooled.session.close()  # most often refused: the token already ended it
+        self._idle.put(None)  # a thread waiting for a session may open one in its place
 
     def _take_session(self) -> _PooledSession:
-        if self._is_closed:
-            raise BackendError("the PKCS#11 backend is closed")
-        try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            pass
+        while True:
+            if self._is_closed:
+                raise BackendError("the PKCS#11 backend is closed")
+            try:
+                pooled = self._idle.get_nowait()
+            except queue.Empty:
+                pooled = self._opened_session()
+            if pooled is not None:
+                return pooled
+
+    def _opened_session(self) -> _PooledSession | None:
+        """A new session while the pool is not full; else the next one given back (None: one was dropped)."""
         with self._pool_lock:
             if self._is_closed:
                 raise BackendError("the PKCS#11 backend is closed")
-            can_open = len(self._opened) < self._pool_size
-            if can_open:
-                with token_errors("session open"):
+            if len(self._opened) < self._pool_size:
+                # Under the gate: a module that takes one call at a time takes C_OpenSession as one.
+                with self._module.call_gate, token_errors("session open"):
                     pooled = _PooledSession(self._token.open(rw=True))  # logged in through the app's login
                 self._opened.append(pooled)
                 return pooled

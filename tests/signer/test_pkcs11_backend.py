@@ -184,6 +184,44 @@ def test_a_closed_backend_refuses_to_sign(softhsm_token):
         backend.sign(new_key.reference, "es256", b"m")
 
 
+def test_a_session_the_token_ended_is_dropped_and_the_next_signature_opens_another(softhsm_token):
+    backend = Pkcs11Backend(softhsm_token.module_path, softhsm_token.label, softhsm_token.pin, sessions=1)
+    try:
+        key = backend.generate("es256", "ended session")
+        backend.sign(key.reference, "es256", b"the key's handle found and kept")
+        (pooled,) = backend._opened
+        pooled.session.close()  # C_CloseSession under the pool: as a token restart or a device reset leaves it
+        with pytest.raises(BackendError, match="CKR_SESSION_HANDLE_INVALID"):
+            backend.sign(key.reference, "es256", b"on the ended session")
+        assert backend._opened == []  # not given back
+        signature = backend.sign(key.reference, "es256", b"on a new one")
+        _verify("es256", key.public_key, signature, b"on a new one")
+        assert len(backend._opened) == 1 and backend._opened[0] is not pooled
+    finally:
+        backend.close()
+
+
+def test_a_thread_waiting_for_the_only_session_gets_a_new_one_when_it_is_dropped(softhsm_token):
+    backend = Pkcs11Backend(softhsm_token.module_path, softhsm_token.label, softhsm_token.pin, sessions=1)
+    try:
+        key = backend.generate("ed25519", "waiting")
+        (pooled,) = backend._opened
+        taken = backend._take_session()  # this thread holds the pool's only session
+        assert taken is pooled
+        signatures = []
+        waiter = threading.Thread(target=lambda: signatures.append(backend.sign(key.reference, "ed25519", b"m")))
+        waiter.start()
+        waiter.join(timeout=0.5)
+        assert waiter.is_alive()  # waiting for a session to come back
+        pooled.session.close()
+        backend._drop(taken)  # what a call on it that found it ended does
+        waiter.join(timeout=30)
+        assert not waiter.is_alive() and len(signatures) == 1
+        _verify("ed25519", key.public_key, signatures[0], b"m")
+    finally:
+        backend.close()
+
+
 def test_eight_threads_signing_concurrently_all_get_valid_signatures(pkcs11_backend):
     keys = {algorithm: pkcs11_backend.generate(algorithm, "busy") for algorithm in SOFTHSM_ALGORITHMS}
     results, failures = [], []
