@@ -5,6 +5,9 @@ Own PostgreSQL and Redis (tests/own_services.py), migrated; two gunicorns (gunic
 2 workers each) on one database: one holds KEY_ENCRYPTION_KEY and signs in process, the other holds no key
 and asks a `manage.py signer` (sealed backend). Closed-loop clients send server-managed signing requests to
 one server at a time, alternating rounds, so both see the same machine; the idle server costs nothing.
+Beside throughput it prints the CPU a request of every server process (the gunicorn, the signer, PostgreSQL's
+backends, Redis): on a CPU-bound machine their ratio is what the throughput ratio tends to, and unlike
+throughput it holds when other work shares the machine.
 
     .venv/bin/python bench/signer_route.py [--clients 8] [--seconds 10] [--rounds 3] [--content text|image]
         [--workers 2] [--no-pkcs11]
@@ -98,7 +101,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers of each server")
     parser.add_argument("--no-pkcs11", action="store_true", help="skip the PKCS#11 (SoftHSMv2) signing rates")
     args = parser.parse_args()
-    with stack() as (env, _, _):
+    with stack() as (env, pg, redis_server):
         from bench.sign_verify import photo
         from tests import factories
 
@@ -108,7 +111,8 @@ def main() -> None:
         image = photo(0.25) if args.content == "image" else b""
         signer_env, web_env = signer_envs(env, str(Path(tempfile.mkdtemp(prefix="bench-signer-")) / "signer.sock"))
         signer = start_signer(signer_env)
-        results = {"in process": [0, [], 0, 0.0], "through the signer": [0, [], 0, 0.0]}
+        results = {"in process": [0, [], 0, 0.0, 0.0], "through the signer": [0, [], 0, 0.0, 0.0]}
+        postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
         try:
             with gunicorn({**env, "WEB_CONCURRENCY": str(args.workers)}) as (in_process, local_server), \
                     gunicorn({**web_env, "WEB_CONCURRENCY": str(args.workers)}) as (through_signer, remote_server):
@@ -119,35 +123,42 @@ def main() -> None:
                 for round_number in range(args.rounds):
                     order = list(ports) if round_number % 2 == 0 else list(reversed(ports))
                     for mode in order:
-                        web_pids = process_tree(servers[mode].pid)
-                        cpu_before = (_cpu_seconds(web_pids), _cpu_seconds([signer.pid]))
+                        parts = {"web": process_tree(servers[mode].pid), "signer": [signer.pid],
+                                 "PostgreSQL": process_tree(postmaster), "Redis": [redis_server.process.pid]}
+                        before = {part: _cpu_seconds(pids) for part, pids in parts.items()}
                         count, latencies, others = _round(ports[mode], key, str(generator.pk), args, image)
-                        web_cpu = _cpu_seconds(web_pids) - cpu_before[0]
-                        signer_cpu = _cpu_seconds([signer.pid]) - cpu_before[1]
+                        spent = {part: _cpu_seconds(pids) - before[part] for part, pids in parts.items()}
                         total = results[mode]
                         total[0] += count
                         total[1] += latencies
                         total[2] += others
                         total[3] += args.seconds
+                        total[4] += sum(spent.values())
                         print(f"round {round_number + 1}, {mode}: {count / args.seconds:.1f} signed/s, "
                               f"p50 {statistics.median(latencies) * 1000:.1f} ms, "
                               f"p99 {_percentile(latencies, 0.99) * 1000:.1f} ms, other answers {others}; CPU per "
-                              f"request: web {web_cpu / count * 1000:.2f} ms, "
-                              f"signer {signer_cpu / count * 1000:.2f} ms")
+                              "request: " + ", ".join(f"{part} {cpu / count * 1000:.2f}"
+                                                      for part, cpu in spent.items())
+                              + f", all {sum(spent.values()) / count * 1000:.2f} ms")
         finally:
             signer.terminate()
             signer.wait(timeout=60)
     print(f"\nPOST /v1/sign, server-managed {args.content}, {args.clients} clients, {args.rounds} rounds of "
           f"{args.seconds:.0f} s each, alternating:\n")
     print("| signing | signed/s | p50 ms | p99 ms | other answers |\n|---|---|---|---|---|")
-    rates = {}
-    for mode, (count, latencies, others, seconds) in results.items():
+    rates, cpu_per_request = {}, {}
+    for mode, (count, latencies, others, seconds, cpu) in results.items():
+        cpu_per_request[mode] = cpu / count
         rates[mode] = (count / seconds, statistics.median(latencies), _percentile(latencies, 0.99))
         print(f"| {mode} | {count / seconds:.1f} | {rates[mode][1] * 1000:.1f} | {rates[mode][2] * 1000:.1f} | "
               f"{others} |")
     local, remote = rates["in process"], rates["through the signer"]
     print(f"\nThrough the signer / in process: throughput {remote[0] / local[0]:.1%}, "
           f"p50 {1000 * (remote[1] - local[1]):+.2f} ms, p99 {1000 * (remote[2] - local[2]):+.2f} ms")
+    local_cpu, remote_cpu = cpu_per_request["in process"], cpu_per_request["through the signer"]
+    print(f"CPU a request of all server processes: in process {local_cpu * 1000:.2f} ms, through the signer "
+          f"{remote_cpu * 1000:.2f} ms: the throughput a CPU-bound machine keeps through the signer, "
+          f"{local_cpu / remote_cpu:.1%}")
     if not args.no_pkcs11:
         # The PKCS#11 backend's signing rate beside it (SoftHSMv2; bench/signer_pkcs11.py on its own token).
         print("\nPKCS#11 (SoftHSMv2) beside signing in process:")
