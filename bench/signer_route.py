@@ -99,6 +99,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--content", choices=("text", "image"), default="text")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers of each server")
+    parser.add_argument("--signer-workers", type=int, default=None,
+                        help="gunicorn workers of the server that asks the signer (default: --workers)")
     parser.add_argument("--no-pkcs11", action="store_true", help="skip the PKCS#11 (SoftHSMv2) signing rates")
     args = parser.parse_args()
     with stack() as (env, pg, redis_server):
@@ -115,7 +117,8 @@ def main() -> None:
         postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
         try:
             with gunicorn({**env, "WEB_CONCURRENCY": str(args.workers)}) as (in_process, local_server), \
-                    gunicorn({**web_env, "WEB_CONCURRENCY": str(args.workers)}) as (through_signer, remote_server):
+                    gunicorn({**web_env, "WEB_CONCURRENCY": str(args.signer_workers or args.workers)}) as (
+                        through_signer, remote_server):
                 ports = {"in process": in_process, "through the signer": through_signer}
                 servers = {"in process": local_server, "through the signer": remote_server}
                 for port in ports.values():  # warm each server's workers (imports, connections, caches)
@@ -144,7 +147,8 @@ def main() -> None:
             signer.terminate()
             signer.wait(timeout=60)
     print(f"\nPOST /v1/sign, server-managed {args.content}, {args.clients} clients, {args.rounds} rounds of "
-          f"{args.seconds:.0f} s each, alternating:\n")
+          f"{args.seconds:.0f} s each, alternating; gunicorn workers: {args.workers} in process, "
+          f"{args.signer_workers or args.workers} through the signer:\n")
     print("| signing | signed/s | p50 ms | p99 ms | other answers |\n|---|---|---|---|---|")
     rates, cpu_per_request = {}, {}
     for mode, (count, latencies, others, seconds, cpu) in results.items():
