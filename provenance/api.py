@@ -82,6 +82,10 @@ class SignView(APIView):
         parameters=[IDEMPOTENCY_KEY], tags=["signing"])
     @idempotent
     def post(self, request):
+        return self.answer(request)
+
+    def answer(self, request) -> HttpResponse:
+        """The signed file (jobs/api.py answers `Prefer: respond-async` with a job instead)."""
         fields = validated(s.SignInput, request)
         data = uploaded_bytes(request, "content")
         signed = content_sign(org=request.org, generator_id=fields["generator_id"], model=fields["model"],
@@ -173,5 +177,9 @@ class RecordC2paEmbedView(APIView):
         parameters=[IDEMPOTENCY_KEY], tags=["records"])
     @idempotent
     def post(self, request, record_id):
+        return self.answer(request, record_id)
+
+    def answer(self, request, record_id) -> HttpResponse:
+        """The asset with its manifest (jobs/api.py answers `Prefer: respond-async` with a job instead)."""
         embedded = record_c2pa_embed(org=request.org, record_id=record_id, data=uploaded_bytes(request, "content"))
         return HttpResponse(embedded.data, content_type=embedded.mime_type)
