@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
@@ -96,7 +97,7 @@ def job_enqueue(job_id: uuid.UUID) -> None:
     """Hand the job to a worker through the broker."""
     from jobs.tasks import job_run_task  # the task module imports the runner, which imports this one
 
-    job_run_task.apply_async(args=[str(job_id)])
+    job_run_task.apply_async(args=[str(job_id)], queue=settings.JOBS_QUEUE)
 
 
 def jobs_requeue_stalled() -> int:
