@@ -44,7 +44,7 @@ class Worker:
                "PYTHONPATH": str(PROJECT), "SIGNER_SOCKET": "", "LOG_FORMAT": "text"}
         self.log.write_text("")
         with open(self.log, "ab") as out:
-            self.process = subprocess.Popen(  # noqa: S603
+            self.process = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "-Q", self.queue,
                  "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=INFO",
                  f"--hostname=test-{uuid.uuid4().hex[:8]}@%h"],
