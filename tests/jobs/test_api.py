@@ -151,3 +151,13 @@ def test_job_items_have_one_row_per_position(growth_org):
 
     with pytest.raises(IntegrityError), transaction.atomic():
         JobItem.objects.create(job=job, position=0)
+
+
+def test_an_idempotency_key_replays_the_same_job(key_client, org, generator):
+    client = key_client(org)
+    headers = {**ASYNC, "HTTP_IDEMPOTENCY_KEY": "job-once"}
+    first = _sign(client, generator, photo_bytes("astronaut", "png"), headers=headers)
+    again = _sign(client, generator, photo_bytes("astronaut", "png"), headers=headers)
+    assert first.status_code == again.status_code == 202
+    assert again.json() == first.json() and again["Location"] == first["Location"]
+    assert again["Idempotent-Replayed"] == "true" and Job.objects.count() == 1
