@@ -376,6 +376,8 @@ SPECTACULAR_SETTINGS = {
     # /v1/docs loads Swagger UI from our own static files (no CDN, no third-party origin, CSP-clean).
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"JobStatusEnum": "jobs.models.Job.Status",
+                            "JobItemStatusEnum": "jobs.models.JobItem.Status"},
     # Every operation documents its error statuses with the shared envelope (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "core.openapi.document_error_responses"],

@@ -33,12 +33,25 @@ ACCEPTED = OpenApiResponse(s.JobAcceptedOutput, description="With `Prefer: respo
                                                             "`Location`.")
 
 
+def _with_async_answer(schema: dict) -> dict:
+    return {**schema, "parameters": [*schema["parameters"], PREFER],
+            "responses": {**schema["responses"], 202: ACCEPTED}}
+
+
 def prefers_async(request) -> bool:
     """Whether the request's `Prefer` header (RFC 7240) names `respond-async`, among any others."""
     for preference in request.headers.get("Prefer", "").split(","):
         if preference.split(";", 1)[0].split("=", 1)[0].strip().lower() == "respond-async":
             return True
     return False
+
+
+def _batch_request() -> dict:
+    """POST /v1/sign's form, with up to 50 `content` files."""
+    form = provenance_api.SIGN_SCHEMA["request"]["multipart/form-data"]
+    files = {"type": "array", "minItems": 1, "maxItems": services.MAX_BATCH_FILES,
+             "items": {"type": "string", "format": "binary"}}
+    return {"multipart/form-data": {**form, "properties": {**form["properties"], "content": files}}}
 
 
 def _accepted(job) -> Response:
@@ -60,8 +73,11 @@ class _StreamedWhenAsync:
             limit_streamed_uploads(request._request, provenance_api.SIGN_UPLOAD_LIMIT)
 
 
-@extend_schema(parameters=[PREFER], responses={202: ACCEPTED})
 class SignView(_StreamedWhenAsync, provenance_api.SignView):
+    @extend_schema(**_with_async_answer(provenance_api.SIGN_SCHEMA))
+    def post(self, request):
+        return super().post(request)
+
     def answer(self, request):
         if not prefers_async(request):
             return super().answer(request)
@@ -71,8 +87,11 @@ class SignView(_StreamedWhenAsync, provenance_api.SignView):
         return _accepted(job)
 
 
-@extend_schema(parameters=[PREFER], responses={202: ACCEPTED})
 class RecordC2paEmbedView(_StreamedWhenAsync, provenance_api.RecordC2paEmbedView):
+    @extend_schema(**_with_async_answer(provenance_api.EMBED_SCHEMA))
+    def post(self, request, record_id):
+        return super().post(request, record_id)
+
     def answer(self, request, record_id):
         if not prefers_async(request):
             return super().answer(request, record_id)
@@ -93,14 +112,7 @@ class SignBatchView(APIView):
                                max_total_bytes=BATCH_BODY_LIMIT)
 
     @extend_schema(
-        request={"multipart/form-data": {"type": "object", "required": ["content", "model", "generator_id"],
-                                         "properties": {"content": {"type": "array", "maxItems": 50,
-                                                                    "items": {"type": "string", "format": "binary"}},
-                                                        "model": {"type": "string"},
-                                                        "generator_id": {"type": "string", "format": "uuid"},
-                                                        "format": {"type": "string",
-                                                                   "enum": list(provenance_api.FAMILIES)},
-                                                        "c2pa": {"type": "boolean", "default": False}}}},
+        request=_batch_request(),
         responses={202: ACCEPTED}, parameters=[provenance_api.IDEMPOTENCY_KEY], tags=["signing"])
     @idempotent
     def post(self, request):

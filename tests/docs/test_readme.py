@@ -2,7 +2,8 @@
 
 Its ```sh blocks run in order, in one working folder (with the checkout's `.venv` and `client/` beside,
 as at the top of a checkout), against a live server started the way `make run` starts it: `migrate`,
-then deploy/run_dev.py (runserver, the log sequencer, the signer and a job worker) on its own SQLite file and a free port.
+then deploy/run_dev.py (runserver, the log sequencer, the signer and a job worker) on its own SQLite file and
+a free port.
 The only change to a block is that port. The variables a block sets carry over to the next, as in one shell.
 Each block must exit 0 under `set -e -o pipefail` and print what its `# =>` lines say.
 """

@@ -159,3 +159,25 @@ def test_cleanup_deletes_the_files_of_an_upload_whose_job_was_never_stored(job_s
     os.utime(orphan, (old, old))
     services.jobs_purge_expired()
     assert not orphan.exists()
+
+
+def test_an_embed_job_gives_the_records_file_with_its_manifest(key_client, growth_org, growth_generator,
+                                                               django_capture_on_commit_callbacks):
+    from media_codecs.c2pa import read_manifest
+
+    client = key_client(growth_org)
+    signed = client.post("/v1/sign", {"content": io.BytesIO(GOOD), "model": "m",
+                                      "generator_id": str(growth_generator.pk)}, format="multipart")
+    record_id = signed["X-Service-Record-Id"]
+    accepted = client.post(f"/v1/records/{record_id}/c2pa/embed", {"content": io.BytesIO(signed.content)},
+                           format="multipart", HTTP_PREFER="respond-async")
+    assert accepted.status_code == 202 and accepted["Preference-Applied"] == "respond-async"
+    job_id = accepted.json()["job_id"]
+    _run(job_id, django_capture_on_commit_callbacks)
+    item = client.get(f"/v1/jobs/{job_id}").json()["items"][0]
+    assert item["status"] == "succeeded" and item["record_id"] == record_id
+    assert item["token"] == signed["X-Service-Token"]
+    download = client.get(f"/v1/jobs/{job_id}/items/0/content")
+    embedded = b"".join(download.streaming_content)
+    assert download["Content-Type"] == "image/png" and read_manifest(embedded) is not None
+    assert UsageCounter.objects.get(org=growth_org).signatures_used == 1  # the embed consumes none
