@@ -29,6 +29,7 @@ from webhooks.events import events_emit
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = {"error": "internal_error", "message": "This file could not be processed; the error is logged."}
+INPUT_GONE = {"error": "internal_error", "message": "The uploaded file is no longer stored; send it again."}
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,11 @@ def job_run(job_id: uuid.UUID | str) -> None:
 
 
 def _item_run(job: Job, item: JobItem) -> None:
+    if not JobItem.objects.filter(pk=item.pk, status=JobItem.Status.QUEUED).exists():
+        return  # a concurrent run of the job (a redelivery) did it meanwhile
     data = storage.input_read(job.pk, item.position)
-    if data is None:  # a run that finished the item deleted the inputs with the job's end
+    if data is None:  # the upload is gone (its folder lost): the item cannot be done, the job can still end
+        _item_finish(item, error=INPUT_GONE)
         return
     try:
         output = _work(job, data)

@@ -80,7 +80,6 @@ def test_running_a_job_again_signs_and_counts_nothing_more(key_client, growth_or
     job_id = _accept(key_client(growth_org), growth_generator, GOOD, GOOD)
     _run(job_id, django_capture_on_commit_callbacks)
     Job.objects.filter(pk=job_id).update(status="running", finished_at=None)  # as if the ack was lost
-    storage.input_path(job_id, 0).parent.mkdir(exist_ok=True)
     _run(job_id, django_capture_on_commit_callbacks)
     assert Record.objects.count() == 2 and UsageCounter.objects.get(org=growth_org).signatures_used == 2
     assert [kind for _, kind, _ in emitted].count("record.created") == 2
@@ -181,3 +180,14 @@ def test_an_embed_job_gives_the_records_file_with_its_manifest(key_client, growt
     embedded = b"".join(download.streaming_content)
     assert download["Content-Type"] == "image/png" and read_manifest(embedded) is not None
     assert UsageCounter.objects.get(org=growth_org).signatures_used == 1  # the embed consumes none
+
+
+def test_an_item_whose_upload_is_gone_fails_and_the_job_still_ends(key_client, growth_org, growth_generator,
+                                                                   django_capture_on_commit_callbacks):
+    client = key_client(growth_org)
+    job_id = _accept(client, growth_generator, GOOD, GOOD)
+    storage.input_path(job_id, 1).unlink()
+    _run(job_id, django_capture_on_commit_callbacks)
+    body = client.get(f"/v1/jobs/{job_id}").json()
+    assert body["status"] == "succeeded" and [item["status"] for item in body["items"]] == ["succeeded", "failed"]
+    assert body["items"][1]["error"]["error"] == "internal_error"
