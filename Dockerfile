@@ -40,6 +40,8 @@ COPY . /app
 COPY --from=build /src/staticfiles /app/staticfiles
 # The signer's socket folder: a volume mounted here starts with this owner, so the signer can make its socket.
 RUN mkdir -p /run/signer && chown app:app /run/signer && chmod 0770 /run/signer
+# The jobs' files (JOB_STORAGE_DIR), shared by web and workers through a volume mounted here.
+RUN mkdir -p /srv/job-files && chown app:app /srv/job-files && chmod 0770 /srv/job-files
 USER app
 EXPOSE 8000
 # /healthz answers without the database (core/health.py); /readyz is for orchestrators that route traffic.

@@ -49,6 +49,7 @@ DEFAULT_PLAN = "free"
 # Features that need Growth or above (spec, Limits: plan gates).
 GATED_FEATURES: dict[str, str] = {
     "batch_records": "growth",
+    "batch_sign": "growth",
     "c2pa_embed": "growth",
     "webhooks": "growth",
     "admin_invites": "growth",

@@ -221,6 +221,7 @@ INSTALLED_APPS = [
     "audit",
     "webhooks",
     "verification",
+    "jobs",  # long signing work run by Celery workers, under /v1/jobs and /v1/sign/batch
     "teams",
     "transparency",  # the transparency log of every record (RFC 9162), under /v1/log
     "dashboard",  # the server-rendered pages (session login), under /dashboard and a few public paths
@@ -286,6 +287,38 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "cache_table"}}
 
+# Jobs (jobs/): long signing work runs on Celery workers (`celery -A config worker`). The broker is the
+# deployment's Redis; without REDIS_URL (development) a folder beside the job files, which one machine's
+# processes share (docs/decisions.md, "Jobs on Celery"). CELERY_BROKER_URL names another broker (amqp://
+# for RabbitMQ, sqs://) by configuration only. A job's state lives in its rows, not in a result store.
+JOB_STORAGE_DIR = env_str("JOB_STORAGE_DIR", str(BASE_DIR / "job-files"))  # shared by web and workers
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or REDIS_URL or "filesystem://"
+JOBS_QUEUE = env_str("JOBS_QUEUE", "jobs")
+# How long a job whose worker died unannounced (SIGKILL, lost machine) waits before Redis or SQS hands it
+# to another worker; a job still running past it is handed out again and the second run skips done items.
+JOBS_VISIBILITY_TIMEOUT = env_int("JOBS_VISIBILITY_TIMEOUT", 1800)
+if JOBS_VISIBILITY_TIMEOUT < 1:
+    raise ImproperlyConfigured("JOBS_VISIBILITY_TIMEOUT must be at least 1 (seconds)")
+CELERY_TASK_DEFAULT_QUEUE = JOBS_QUEUE
+CELERY_TASK_ACKS_LATE = True  # acknowledged when done: a worker that dies mid-job leaves it to another
+CELERY_TASK_REJECT_ON_WORKER_LOST = True  # a pool child killed mid-job puts it back at once
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1  # a worker holds one job at a time; the others wait for a free worker
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # our LOGGING, one line per record, in workers too
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_folder = str(Path(JOB_STORAGE_DIR) / ".broker")
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": _broker_folder, "data_folder_out": _broker_folder,
+                                       "control_folder": str(Path(JOB_STORAGE_DIR) / ".broker-control")}
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": JOBS_VISIBILITY_TIMEOUT,
+                                       # look for a dead worker's jobs a few times per timeout
+                                       "unacked_restore_interval": max(1, min(10, JOBS_VISIBILITY_TIMEOUT // 3)),
+                                       "unacked_restore_throttle": 1}
+# The cleanup: signed files 24 hours after their job finished, inputs of abandoned uploads, jobs stuck queued.
+JOBS_CLEANUP_INTERVAL = env_int("JOBS_CLEANUP_INTERVAL", 900)
+CELERY_BEAT_SCHEDULE = {"jobs-cleanup": {"task": "jobs.tasks.jobs_cleanup", "schedule": JOBS_CLEANUP_INTERVAL}}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
 ]
@@ -343,6 +376,8 @@ SPECTACULAR_SETTINGS = {
     # /v1/docs loads Swagger UI from our own static files (no CDN, no third-party origin, CSP-clean).
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"JobStatusEnum": "jobs.models.Job.Status",
+                            "JobItemStatusEnum": "jobs.models.JobItem.Status"},
     # Every operation documents its error statuses with the shared envelope (core/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "core.openapi.document_error_responses"],

@@ -6,6 +6,7 @@ from rest_framework.renderers import JSONRenderer
 from accounts import urls as accounts_urls
 from core.errors import api_not_found
 from generators import urls as generators_urls
+from jobs import urls as jobs_urls
 from provenance import urls as provenance_urls
 from verification import urls as verification_urls
 
@@ -39,8 +40,10 @@ api_v1 = [
     path("billing/", include("billing.urls")),
     path("", include(generators_urls.generators)),
     path("keys/", include(generators_urls.keys)),
-    path("sign", include(provenance_urls.sign)),
+    path("sign", include(jobs_urls.sign)),
+    path("records/<uuid:record_id>/c2pa/embed", include(jobs_urls.c2pa_embed)),
     path("records", include(provenance_urls.records)),
+    path("jobs", include(jobs_urls.jobs)),
     path("audit", include("audit.urls")),
     path("verify", include(verification_urls.verify)),
     path("c2pa/", include(verification_urls.c2pa)),

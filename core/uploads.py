@@ -12,38 +12,58 @@ MAX_FILES = 1
 
 class SizeLimitUploadHandler(FileUploadHandler):
     """First in the handler chain: refuses a body whose declared length, or streamed bytes, pass the limit,
-    and a second file."""
+    a file over `max_bytes`, and more than `max_files` files."""
 
-    def __init__(self, request=None, *, max_bytes: int):
+    def __init__(self, request=None, *, max_bytes: int, max_files: int = MAX_FILES, max_total_bytes: int | None = None):
         super().__init__(request)
-        self.max_bytes = max_bytes
-        self.received = 0
+        self.max_bytes, self.max_files = max_bytes, max_files
+        self.max_total_bytes = max_total_bytes or max_bytes
+        self.received = 0  # all files' bytes
+        self.received_in_file = 0
         self.files = 0
 
     def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):
-        if content_length and content_length > self.max_bytes + MULTIPART_OVERHEAD:
-            raise PayloadTooLarge(f"Uploads are limited to {self.max_bytes // (1024 * 1024)} MB.")
+        if content_length and content_length > self.max_total_bytes + MULTIPART_OVERHEAD * self.max_files:
+            raise PayloadTooLarge(self._too_large())
 
     def new_file(self, *args, **kwargs):
         self.files += 1
-        if self.files > MAX_FILES:
-            raise ValidationFailed(f"Send at most {MAX_FILES} file per request.")
+        self.received_in_file = 0
+        if self.files > self.max_files:
+            raise ValidationFailed(f"Send at most {self.max_files} file{'s' if self.max_files > 1 else ''} "
+                                   "per request.")
         super().new_file(*args, **kwargs)
 
     def receive_data_chunk(self, raw_data, start):
         self.received += len(raw_data)
-        if self.received > self.max_bytes:
-            raise PayloadTooLarge(f"Uploads are limited to {self.max_bytes // (1024 * 1024)} MB.")
+        self.received_in_file += len(raw_data)
+        if self.received_in_file > self.max_bytes or self.received > self.max_total_bytes:
+            raise PayloadTooLarge(self._too_large())
         return raw_data
 
     def file_complete(self, file_size):
         return None
+
+    def _too_large(self) -> str:
+        if self.max_files == 1:
+            return f"Uploads are limited to {self.max_bytes // (1024 * 1024)} MB."
+        return (f"Each file is limited to {self.max_bytes // (1024 * 1024)} MB and the request to "
+                f"{self.max_total_bytes // (1024 * 1024)} MB.")
 
 
 def limit_uploads(request, max_bytes: int) -> None:
     """Install the size-limited handler chain on a Django request before its body is parsed."""
     request.upload_handlers = [SizeLimitUploadHandler(request, max_bytes=max_bytes),
                                MemoryFileUploadHandler(request), TemporaryFileUploadHandler(request)]
+
+
+def limit_streamed_uploads(request, max_bytes: int, *, max_files: int = MAX_FILES,
+                           max_total_bytes: int | None = None) -> None:
+    """Install a size-limited chain that streams every file to a temporary file on disk, never into memory
+    (uploads kept for a job: jobs/storage.py moves the file instead of copying it)."""
+    request.upload_handlers = [SizeLimitUploadHandler(request, max_bytes=max_bytes, max_files=max_files,
+                                                      max_total_bytes=max_total_bytes),
+                               TemporaryFileUploadHandler(request)]
 
 
 def uploaded_bytes(request, field: str) -> bytes:

@@ -1,9 +1,12 @@
-"""What `make run` runs: the development server and, beside it, the transparency log's sequencer and the
-signer service.
+"""What `make run` runs: the development server and, beside it, the transparency log's sequencer, the
+signer service and a Celery worker for jobs.
 
-Production runs the web processes, one `manage.py log_sequencer` and the signer (README.md, "Production");
-development runs the same, so a new record gets its place in the log (and its inclusion proof) about a
-second after it is stored, and every signature comes from the signer over its socket, as in production.
+Production runs the web processes, one `manage.py log_sequencer`, the signer and the job workers (README.md,
+"Production"); development runs the same, so a new record gets its place in the log (and its inclusion
+proof) about a second after it is stored, every signature comes from the signer over its socket, and a
+`Prefer: respond-async` request is done by a worker, as in production. Without REDIS_URL the worker's
+broker is a folder beside the job files (config/settings.py, CELERY_BROKER_URL); the worker also runs the
+periodic cleanup of jobs (`--beat`, its schedule file in this run's temporary folder).
 
     python deploy/run_dev.py [HOST:PORT]        # default 127.0.0.1:8000
 
@@ -33,13 +36,14 @@ RESTART_DELAYS = (1, 2, 5, 10)  # the sequencer's restarts back off, then stay a
 class Child:
     """A `manage.py` command in a process group of its own, sharing this terminal's output."""
 
-    def __init__(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, name: str, *args: str, env: dict[str, str] | None = None, program: str = "manage.py") -> None:
         self.name, self.args, self.env = name, args, env
+        self.command = [program] if program.endswith(".py") else ["-m", program]  # a script, or a module's
         self.process: subprocess.Popen | None = None
         self.restarts = 0
 
     def start(self) -> None:
-        self.process = subprocess.Popen([sys.executable, "manage.py", *self.args], cwd=PROJECT,  # noqa: S603
+        self.process = subprocess.Popen([sys.executable, *self.command, *self.args], cwd=PROJECT,  # noqa: S603
                                         stdin=subprocess.DEVNULL, process_group=0, env=self.env)
 
     def exit_code(self) -> int | None:
@@ -77,8 +81,10 @@ def main(argv: list[str]) -> int:
     bind = argv[0] if argv else "127.0.0.1:8000"
     with tempfile.TemporaryDirectory(prefix="svc-signer-") as folder:  # a short path: sockets allow 108 bytes
         env = {**os.environ, "SIGNER_SOCKET": os.environ.get("SIGNER_SOCKET") or str(Path(folder) / "signer.sock")}
+        worker = Child("job worker", "-A", "config", "worker", "--beat", "--concurrency", "2", "--loglevel", "INFO",
+                       "--schedule", str(Path(folder) / "celerybeat-schedule"), env=env, program="celery")
         return _run(Child("runserver", "runserver", bind, env=env),
-                    [Child("log sequencer", "log_sequencer", env=env), Child("signer", "signer", env=env)])
+                    [Child("log sequencer", "log_sequencer", env=env), Child("signer", "signer", env=env), worker])
 
 
 def _run(server: Child, helpers: list[Child]) -> int:

@@ -56,6 +56,26 @@ C2PA_FIELD = ("true: the signed file comes back carrying a C2PA manifest for the
               "MP3, FLAC, MP4, MOV, PDF; Growth and above), still one signature. Other formats carry their token "
               "only; the `X-Service-C2pa` header says `embedded` or `none`.")
 SIGN_UPLOAD_LIMIT = 50 * 1024 * 1024  # spec: sign upload and embed asset 50 MB
+# The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
+SIGN_RESPONSES = {**{(201, media_type): SIGNED_CONTENT for media_type in SIGNED_MEDIA_TYPES},
+                  404: GENERATOR_NOT_FOUND, 503: KEY_UNAVAILABLE}
+EMBED_RESPONSES = {**{(200, media_type): OpenApiResponse(OpenApiTypes.BINARY, description="The asset with its manifest")
+                      for media_type in ("image/jpeg", "image/png")},
+                   503: KEY_UNAVAILABLE}
+# Both routes' schemas in full: jobs/api.py extends them with the asynchronous answer.
+SIGN_SCHEMA = {
+    "request": {"multipart/form-data": {"type": "object", "required": ["content", "model", "generator_id"],
+                                        "properties": {"content": {"type": "string", "format": "binary"},
+                                                       "model": {"type": "string"},
+                                                       "generator_id": {"type": "string", "format": "uuid"},
+                                                       "format": {"type": "string", "enum": list(FAMILIES)},
+                                                       "c2pa": {"type": "boolean", "default": False,
+                                                                "description": C2PA_FIELD}}}},
+    "responses": SIGN_RESPONSES, "parameters": [IDEMPOTENCY_KEY], "tags": ["signing"]}
+EMBED_SCHEMA = {
+    "request": {"multipart/form-data": {"type": "object", "required": ["content"],
+                                        "properties": {"content": {"type": "string", "format": "binary"}}}},
+    "responses": EMBED_RESPONSES, "parameters": [IDEMPOTENCY_KEY], "tags": ["records"]}
 
 
 class SignView(APIView):
@@ -67,21 +87,13 @@ class SignView(APIView):
         super().initial(request, *args, **kwargs)
         limit_uploads(request._request, SIGN_UPLOAD_LIMIT)  # before the body is parsed
 
-    @extend_schema(
-        request={"multipart/form-data": {"type": "object", "required": ["content", "model", "generator_id"],
-                                         "properties": {"content": {"type": "string", "format": "binary"},
-                                                        "model": {"type": "string"},
-                                                        "generator_id": {"type": "string", "format": "uuid"},
-                                                        "format": {"type": "string",
-                                                                   "enum": list(FAMILIES)},
-                                                        "c2pa": {"type": "boolean", "default": False,
-                                                                 "description": C2PA_FIELD}}}},
-        # The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
-        responses={**{(201, media_type): SIGNED_CONTENT for media_type in SIGNED_MEDIA_TYPES},
-                   404: GENERATOR_NOT_FOUND, 503: KEY_UNAVAILABLE},
-        parameters=[IDEMPOTENCY_KEY], tags=["signing"])
+    @extend_schema(**SIGN_SCHEMA)
     @idempotent
     def post(self, request):
+        return self.answer(request)
+
+    def answer(self, request) -> HttpResponse:
+        """The signed file (jobs/api.py answers `Prefer: respond-async` with a job instead)."""
         fields = validated(s.SignInput, request)
         data = uploaded_bytes(request, "content")
         signed = content_sign(org=request.org, generator_id=fields["generator_id"], model=fields["model"],
@@ -164,14 +176,12 @@ class RecordC2paEmbedView(APIView):
         super().initial(request, *args, **kwargs)
         limit_uploads(request._request, SIGN_UPLOAD_LIMIT)  # before the body is parsed
 
-    @extend_schema(
-        request={"multipart/form-data": {"type": "object", "required": ["content"],
-                                         "properties": {"content": {"type": "string", "format": "binary"}}}},
-        responses={**{(200, media_type): OpenApiResponse(OpenApiTypes.BINARY, description="The asset with its manifest")
-                      for media_type in ("image/jpeg", "image/png")},
-                   503: KEY_UNAVAILABLE},
-        parameters=[IDEMPOTENCY_KEY], tags=["records"])
+    @extend_schema(**EMBED_SCHEMA)
     @idempotent
     def post(self, request, record_id):
+        return self.answer(request, record_id)
+
+    def answer(self, request, record_id) -> HttpResponse:
+        """The asset with its manifest (jobs/api.py answers `Prefer: respond-async` with a job instead)."""
         embedded = record_c2pa_embed(org=request.org, record_id=record_id, data=uploaded_bytes(request, "content"))
         return HttpResponse(embedded.data, content_type=embedded.mime_type)

@@ -74,6 +74,21 @@ def record_c2pa_embed(*, org: Organization, record_id: uuid.UUID, data: bytes) -
     Consumes no signature of the quota. A manifest the upload carried when it was signed (kept with the
     record) becomes the `parentOf` ingredient of ours.
     """
+    record = record_c2pa_embed_admit(org=org, record_id=record_id)
+    generator = record.generator
+    media = _signed_asset(data, record.content_hash)
+    key = current_key(generator_id=generator.pk)
+    if key is None:  # a live generator always has a current key; a race with revocation lands here
+        raise NotFound("This record's generator has no signing key.")
+    subject = ManifestSubject(record.pk, record.model, generator.pk, record.watermark_id, record.signed_at)
+    embedded = manifest_embed(media, subject=subject, key=key, parent=_parent(record), stamp=RecordStamp(None))
+    return EmbeddedAsset(embedded, media.codec.mime_type)
+
+
+def record_c2pa_embed_admit(*, org: Organization, record_id: uuid.UUID) -> Record:
+    """The checks `record_c2pa_embed` makes before reading the file (a job makes them when it is accepted):
+    plan (402) and owner email (403), the record (404) and its generator's organization (403), revoked
+    (403), client-managed (400). Returns the record."""
     require_feature(org, "c2pa_embed")
     record = record_for_embed(org=org, record_id=record_id)
     generator = record.generator
@@ -82,13 +97,7 @@ def record_c2pa_embed(*, org: Organization, record_id: uuid.UUID, data: bytes) -
     if not generator.is_server_managed:
         raise GeneratorClientManaged("C2PA manifests are embedded for server-managed generators only: the "
                                      "service signs the manifest with the generator's key.")
-    media = _signed_asset(data, record.content_hash)
-    key = current_key(generator_id=generator.pk)
-    if key is None:  # a live generator always has a current key; a race with revocation lands here
-        raise NotFound("This record's generator has no signing key.")
-    subject = ManifestSubject(record.pk, record.model, generator.pk, record.watermark_id, record.signed_at)
-    embedded = manifest_embed(media, subject=subject, key=key, parent=_parent(record), stamp=RecordStamp(None))
-    return EmbeddedAsset(embedded, media.codec.mime_type)
+    return record
 
 
 def manifest_embed(media: Media, *, subject: ManifestSubject, key: GeneratorKey, parent: UpstreamManifest | None,

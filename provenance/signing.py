@@ -10,6 +10,7 @@ from accounts.gates import require_feature
 from accounts.models import Organization
 from billing.services import usage_precheck
 from core.errors import FormatNotSupported, GeneratorClientManaged, PayloadTooLarge, ValidationFailed
+from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from media_codecs import Codec, CodecError, Media, MediaTooLarge, detect
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
@@ -33,6 +34,17 @@ class SignedContent:
     manifest: bool = False  # whether `data` carries a C2PA manifest for the record
 
 
+@dataclass(frozen=True)
+class PreparedSigning:
+    """Signed content whose record is not stored yet: `record_create(draft=...)` stores it."""
+
+    data: bytes
+    draft: RecordDraft
+    token: str
+    codec: Codec
+    manifest: bool = False
+
+
 def content_sign(*, org: Organization, generator_id: str, model: str, data: bytes,
                  declared_family: str | None, c2pa: bool = False) -> SignedContent:
     """Watermark `data`, embed its token, sign its hash and store the record (one transaction).
@@ -49,11 +61,34 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     With `c2pa`, a format that carries a C2PA manifest comes back with one for the record (the upstream
     manifest as its parent), still one signature of the quota; other formats carry their token only.
     """
+    prepared = content_sign_prepare(org=org, generator_id=generator_id, model=model, data=data,
+                                    declared_family=declared_family, c2pa=c2pa)
+    record = record_create(org=org, draft=prepared.draft)
+    return SignedContent(data=prepared.data, record=record, token=prepared.token, codec=prepared.codec,
+                         manifest=prepared.manifest)
+
+
+def signing_admit(*, org: Organization, generator_id: str, count: int, c2pa: bool = False) -> None:
+    """The checks `content_sign` makes before reading any content, for `count` files signed later (a job):
+    plan gate (402), generator (404/403), mode (400), quota for all of them (402)."""
+    _signing_key(org, generator_id, c2pa)
+    usage_precheck(org=org, count=count)
+
+
+def _signing_key(org: Organization, generator_id: str, c2pa: bool) -> GeneratorKey:
     if c2pa:
         require_feature(org, "c2pa_embed")
     key = generator_for_signing(org=org, generator_id=generator_id)
     if not key.generator.is_server_managed:
         raise GeneratorClientManaged()
+    return key
+
+
+def content_sign_prepare(*, org: Organization, generator_id: str, model: str, data: bytes,
+                         declared_family: str | None, c2pa: bool = False) -> PreparedSigning:
+    """Everything `content_sign` does but storing the record: the caller stores `draft` (a job stores it
+    in the transaction that marks its item done). Raises as `content_sign` does."""
+    key = _signing_key(org, generator_id, c2pa)
     media = _media_for(data, declared_family, key.generator.supported_formats)
     codec = media.codec
     usage_precheck(org=org, count=1)
@@ -78,13 +113,13 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
     if c2pa and codec.c2pa_carrier is not None:
         subject = ManifestSubject(record_id, model, key.generator_id, watermark_id, signed_at)
         output = manifest_embed(signed, subject=subject, key=key, parent=upstream, stamp=stamp)
-    record = record_create(org=org, draft=RecordDraft(
+    draft = RecordDraft(
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
         phash=fingerprints[0] if fingerprints else None,
         fingerprint_kind=codec.fingerprint_kind if fingerprints else None, format=codec.family,
         record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream,
-        signature_timestamp=stamp.token, signed_at=signed_at))
-    return SignedContent(data=output, record=record, token=token, codec=codec, manifest=output is not signed.data)
+        signature_timestamp=stamp.token, signed_at=signed_at)
+    return PreparedSigning(data=output, draft=draft, token=token, codec=codec, manifest=output is not signed.data)
 
 
 def _without_upstream_manifest(media: Media) -> tuple[Media, UpstreamManifest | None]:

@@ -2,13 +2,11 @@ from django.urls import path
 
 from provenance import api
 
-# Two prefixes, each declared where config/urls.py includes its list: sign and records.
-sign = [path("", api.SignView.as_view())]
-
+# Declared where config/urls.py includes the list. POST /v1/sign and the C2PA embed are mounted by jobs/urls.py,
+# whose views add the asynchronous answer to these.
 records = [
     path("", api.RecordListCreateView.as_view()),
     path("/batch", api.RecordBatchView.as_view()),
     path("/<uuid:record_id>", api.RecordDetailView.as_view()),
     path("/<uuid:record_id>/c2pa", api.RecordC2paView.as_view()),
-    path("/<uuid:record_id>/c2pa/embed", api.RecordC2paEmbedView.as_view()),
 ]

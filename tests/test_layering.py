@@ -19,7 +19,7 @@ from record_format.payload import SIGNED_FIELDS
 
 PROJECT = Path(__file__).resolve().parents[1]
 APPS = ("accounts", "audit", "billing", "generators", "signer", "provenance", "verification", "webhooks", "teams",
-        "transparency", "dashboard")
+        "transparency", "dashboard", "jobs")
 
 
 def _source_files(*roots: str) -> list[Path]:

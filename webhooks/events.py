@@ -31,6 +31,7 @@ EVENT_KINDS = (
     "quota.limit",
     "generator.revoked",
     "generator.key_rotated",
+    "job.completed",
 )
 
 

@@ -31,7 +31,11 @@ def _settings_variables() -> set[str]:
 
 def test_compose_runs_the_service_its_signer_its_sequencer_a_proxy_postgres_15_and_redis_7(compose):
     services = compose["services"]
-    assert set(services) == {"web", "signer", "log-sequencer", "proxy", "postgres", "redis"}
+    assert set(services) == {"web", "signer", "log-sequencer", "worker", "proxy", "postgres", "redis"}
+    assert services["worker"]["command"][:4] == ["celery", "-A", "config", "worker"]
+    assert services["worker"]["image"] == services["web"]["image"]
+    assert services["worker"]["environment"] == services["web"]["environment"]
+    assert "job-files:/srv/job-files" in services["worker"]["volumes"] == services["web"]["volumes"]
     assert services["signer"]["command"] == ["python", "manage.py", "signer"]
     assert services["signer"]["image"] == services["web"]["image"]
     assert services["postgres"]["image"] == "postgres:15" and services["redis"]["image"] == "redis:7"
@@ -60,7 +64,7 @@ def test_compose_requires_every_secret_and_sets_only_variables_the_service_reads
 
 def test_only_the_signer_holds_the_keys_and_shares_its_socket_with_web_and_sequencer(compose):
     services = compose["services"]
-    for name in ("web", "log-sequencer"):
+    for name in ("web", "log-sequencer", "worker"):
         env = services[name]["environment"]
         assert not set(SIGNER_ONLY) & set(env) and "SIGNER_SERVICE" not in env, name
         assert env["SIGNER_SOCKET"] == services["signer"]["environment"]["SIGNER_SOCKET"], name

@@ -73,9 +73,9 @@ def _v1_routes() -> list[tuple[str, object]]:
     for route, callback in walk(get_resolver().url_patterns, "/"):
         if route.startswith("/v1/"):
             for converter in ("<uuid:pk>", "<uuid:generator_id>", "<uuid:record_id>", "<uuid:user_id>",
-                              "<uuid:key_id>", "<uuid:invite_id>", "<uuid:delivery_id>"):
+                              "<uuid:key_id>", "<uuid:invite_id>", "<uuid:delivery_id>", "<uuid:job_id>"):
                 route = route.replace(converter, sample)
-            route = route.replace("<str:token>", "sample-token")
+            route = route.replace("<str:token>", "sample-token").replace("<int:position>", "0")
             assert "<" not in route, route
             routes.append((route, callback))
     return routes

@@ -57,6 +57,7 @@ def make_run(tmp_path):
     env = {name: value for name, value in os.environ.items()
            if name not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE", "DEBUG", "PUBLIC_BASE_URL")}
     env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    env["JOB_STORAGE_DIR"] = str(tmp_path / "job-files")  # and the development broker's folder
     port = free_port()
     output_path = tmp_path / "make-run.log"
     watch_file(output_path)  # its lines join the session's secret scan
@@ -100,7 +101,8 @@ def _newcomer_key(base: str) -> str:
 
 def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_process(make_run, tmp_path):
     base, output_path, make = make_run
-    client = Client(base, api_key=_newcomer_key(base))
+    api_key = _newcomer_key(base)
+    client = Client(base, api_key=api_key)
     key = SigningKey.generate()
     generator = client.generator_register(name="local", public_key=key.public_key_b64, kid=key.kid)
     created = client.record_submit(record_sign(key=key, generator_id=generator["generator_id"], model="m-1",
@@ -118,6 +120,18 @@ def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_proc
     # checkpoints above were signed there too).
     hosted = client.generator_register(name="hosted")
     assert client.sign(photo_bytes(fmt="png"), generator_id=hosted["generator_id"], model="m-2").record_id
+    # `Prefer: respond-async`: the job worker beside the server signs it (through the filesystem broker: no Redis).
+    bearer = {"Authorization": f"Bearer {api_key}"}
+    accepted = requests.post(f"{base}/v1/sign", headers={**bearer, "Prefer": "respond-async"},
+                             data={"model": "m-3", "generator_id": hosted["generator_id"]},
+                             files={"content": photo_bytes(fmt="png")}, timeout=30)
+    assert accepted.status_code == 202, accepted.text
+
+    def job_done():
+        job = requests.get(f"{base}{accepted.headers['Location']}", headers=bearer, timeout=30).json()
+        return job if job["status"] in ("succeeded", "failed") else None
+
+    assert _sequenced(job_done, make, output_path, "a job done by the worker")["status"] == "succeeded"
     assert requests.get(f"{base}/v1/records/{created.record_id}", timeout=30).json()["log"]["status"] == "integrated"
 
     # The sequencer dies (a crash, an OOM kill): run_dev reports it and starts another, as a supervisor would.
@@ -144,6 +158,7 @@ def test_make_run_sequences_new_records_into_the_log_and_ctrl_c_stops_every_proc
     assert "Starting development server" in output  # both wrote to the terminal
     assert "Log sequencer: a round every" in output and "log: 1 records integrated" in output
     assert "signer listening on" in output and "signed record for generator" in output
+    assert "jobs.tasks.job_run" in output and "succeeded in" in output  # the worker wrote here too
     with pytest.raises(requests.ConnectionError):
         requests.get(f"{base}/healthz", timeout=5)
 

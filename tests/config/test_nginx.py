@@ -18,8 +18,8 @@ PROJECT = Path(__file__).resolve().parents[2]
 RECORD = "0b8e1c4e-6a3c-4f5e-9a53-2f6f1c9d2b7a"
 # Every route whose app limit is over nginx's 1 MB default, with that limit (core/uploads.py, the views).
 UPLOAD_ROUTES = ["/v1/sign", "/v1/verify", f"/v1/records/{RECORD}/c2pa/embed", "/v1/c2pa/matches/byContent",
-                 "/dashboard/sign", "/verify", "/v1/verify/batch", "/v1/records/batch"]
-LIMITS_MB = {"/v1/verify/batch": 36, "/v1/records/batch": 10}
+                 "/dashboard/sign", "/verify", "/v1/verify/batch", "/v1/records/batch", "/v1/sign/batch"]
+LIMITS_MB = {"/v1/verify/batch": 36, "/v1/records/batch": 10, "/v1/sign/batch": 259}
 
 
 def _locations(name: str) -> list[tuple[str, str]]:

@@ -66,7 +66,7 @@ def server(tmp_path_factory):
            "VERIFY_RATE_PER_MINUTE": "1000000", "AUTH_RATE_PER_MINUTE": "1000000", "DEBUG": "true",
            "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend", "LOG_LEVEL": "WARNING",
            # Generated webhook URLs may name real public hosts: a delivery there gives up within a second.
-           "WEBHOOK_TIMEOUT_SECONDS": "1"}
+           "WEBHOOK_TIMEOUT_SECONDS": "1", "JOB_STORAGE_DIR": str(folder / "job-files")}
     setup = subprocess.run([sys.executable, "-m", "tests.config.schema_run_setup", str(folder)], cwd=PROJECT,
                            env=env, capture_output=True, text=True, timeout=600, check=True)
     context = json.loads(setup.stdout.strip().splitlines()[-1])

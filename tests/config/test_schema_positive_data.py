@@ -38,6 +38,7 @@ STATE_OR_CONTENT = {
     "POST /v1/records": "the signature must verify (signature_invalid)",
     "POST /v1/records/batch": "the signatures must verify (signature_invalid)",
     "POST /v1/sign": "the file must be one the service can sign (format_not_supported)",
+    "POST /v1/sign/batch": "the generator must be server-managed (generator_client_managed)",
     "POST /v1/records/{record_id}/c2pa/embed": "the file must be the record's signed JPEG or PNG",
     "POST /v1/c2pa/matches/byContent": "415: the asset must be one an algorithm reads",
     "POST /v1/webhooks": "the URL's host must resolve to a public address",

@@ -2,7 +2,8 @@
 
 Its ```sh blocks run in order, in one working folder (with the checkout's `.venv` and `client/` beside,
 as at the top of a checkout), against a live server started the way `make run` starts it: `migrate`,
-then deploy/run_dev.py (runserver, the log sequencer and the signer) on its own SQLite file and a free port.
+then deploy/run_dev.py (runserver, the log sequencer, the signer and a job worker) on its own SQLite file and
+a free port.
 The only change to a block is that port. The variables a block sets carry over to the next, as in one shell.
 Each block must exit 0 under `set -e -o pipefail` and print what its `# =>` lines say.
 """
@@ -33,7 +34,8 @@ def readme_server(tmp_path):
     """The address (host:port) of the service as `make run` serves it, on a new SQLite database."""
     env = {name: value for name, value in os.environ.items()
            if name not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE", "PUBLIC_BASE_URL")}
-    env.update(DEBUG="true", DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    env.update(DEBUG="true", DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+               JOB_STORAGE_DIR=str(tmp_path / "job-files"))
     migrate = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=PROJECT, env=env,
                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     assert migrate.returncode == 0, migrate.stderr[-4000:]

@@ -1,0 +1,46 @@
+"""Reads of jobs: always through the organization (another organization's job id is a 404)."""
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from accounts.models import Organization
+from core.errors import NotFound
+from jobs import storage
+from jobs.models import Job, JobItem
+
+
+def job_get(*, org: Organization, job_id: uuid.UUID) -> Job:
+    """The organization's job with its items. Raises NotFound for an unknown or another organization's id."""
+    job = Job.objects.for_org(org).prefetch_related("items").filter(pk=job_id).first()
+    if job is None:
+        raise NotFound("Job not found.")
+    return job
+
+
+def job_progress(job: Job) -> float:
+    """The share of the job's items done (succeeded or failed), from 0 to 1."""
+    items = job.items.all()
+    if not items:
+        return 1.0 if job.is_finished else 0.0
+    return sum(1 for item in items if item.is_done) / len(items)
+
+
+def item_has_download(job: Job, item: JobItem) -> bool:
+    return item.status == JobItem.Status.SUCCEEDED and job.files_deleted_at is None
+
+
+@dataclass(frozen=True)
+class Download:
+    path: Path
+    item: JobItem
+
+
+def job_item_download(*, org: Organization, job_id: uuid.UUID, position: int) -> Download:
+    """An item's signed file, while it is kept (24 hours after the job finished). Raises NotFound otherwise."""
+    job = job_get(org=org, job_id=job_id)
+    item = next((item for item in job.items.all() if item.position == position), None)
+    path = storage.output_path(job.pk, position)
+    if item is None or not item_has_download(job, item) or not path.is_file():
+        raise NotFound("No signed file here: the item did not succeed, or its file expired.")
+    return Download(path, item)

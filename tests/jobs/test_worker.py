@@ -1,0 +1,169 @@
+"""Jobs run by a real Celery worker process (`celery -A config worker`) on Redis and the test database:
+the life cycle with its progress, a worker SIGKILLed mid-job and the job finished by the next one with
+every signature counted once, a stalled job handed out again, a download from the worker's file.
+
+PostgreSQL only: the worker is another process, and pytest's SQLite test database lives in the test
+process's memory, where no other process can read it.
+"""
+
+import io
+
+import pytest
+import redis
+from django.db import connection
+
+from audit.models import AuditEvent
+from billing.models import UsageCounter
+from jobs import services
+from jobs.models import Job, JobItem
+from provenance.models import Record
+from tests.jobs.conftest import new_queue
+from tests.jobs.worker import Worker, broker_url
+from tests.media import photo_bytes
+from tests.redis_server import requires_redis
+from tests.waiting import wait_for_process
+
+pytestmark = [requires_redis, pytest.mark.django_db(transaction=True)]
+GOOD = photo_bytes("astronaut", "png")
+BAD = b"this is no image at all" * 10
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _postgres_only(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        if connection.vendor != "postgresql":
+            pytest.skip("a worker process cannot open pytest's in-memory SQLite test database")
+
+
+@pytest.fixture(scope="module")
+def queue():
+    """The test process enqueues where this module's worker listens (its own queue, its own Redis db)."""
+    from config.celery import app
+
+    saved = app.conf.broker_url
+    app.conf.broker_url = broker_url()
+    app.close()  # connection pools made for the old broker go
+    name = new_queue()
+    yield name
+    app.conf.broker_url = saved
+    app.close()
+    client = redis.Redis.from_url(broker_url())
+    leftovers = client.keys(f"*{name}*")
+    if leftovers:
+        client.delete(*leftovers)
+
+
+@pytest.fixture(autouse=True)
+def _queue_setting(settings, queue):
+    settings.JOBS_QUEUE = queue
+
+
+@pytest.fixture(scope="module")
+def worker(queue, job_storage, tmp_path_factory, _postgres_only):
+    started = Worker(queue=queue, storage=job_storage, log=tmp_path_factory.mktemp("worker") / "worker.log").start()
+    yield started
+    started.stop()
+
+
+def _accept(client, generator, *contents: bytes) -> str:
+    body = {"content": [io.BytesIO(content) for content in contents], "model": "diffusion-xl",
+            "generator_id": str(generator.pk), "format": "image"}
+    response = client.post("/v1/sign/batch", body, format="multipart")
+    assert response.status_code == 202, response.content
+    return response.json()["job_id"]
+
+
+def _poll_until_finished(client, job_id: str, worker: Worker) -> tuple[dict, list[tuple[str, float]]]:
+    seen: list[tuple[str, float]] = []
+
+    def finished():
+        body = client.get(f"/v1/jobs/{job_id}").json()
+        if not seen or seen[-1] != (body["status"], body["progress"]):
+            seen.append((body["status"], body["progress"]))
+        return body if body["status"] in ("succeeded", "failed") else None
+
+    body = wait_for_process(finished, worker.process, what=f"job {job_id}", details=worker.output)
+    return body, seen
+
+
+def test_a_job_goes_from_queued_through_running_to_succeeded(worker, key_client, growth_org, growth_generator):
+    client = key_client(growth_org)
+    job_id = _accept(client, growth_generator, *[GOOD] * 4)
+    body, seen = _poll_until_finished(client, job_id, worker)
+    assert body["status"] == "succeeded" and body["progress"] == 1.0
+    assert all(item["status"] == "succeeded" and item["record_id"] and item["token"] for item in body["items"])
+    statuses = [status for status, _ in seen]
+    assert statuses[0] in ("queued", "running") and statuses[-1] == "succeeded"
+    assert statuses == sorted(statuses, key=["queued", "running", "succeeded"].index)  # never backwards
+    progress = [value for _, value in seen]
+    assert progress == sorted(progress) and set(progress) <= {0.0, 0.25, 0.5, 0.75, 1.0}
+    assert UsageCounter.objects.get(org=growth_org).signatures_used == 4
+
+
+def test_the_workers_file_downloads_for_the_jobs_organization_only(worker, key_client, growth_org, other_org,
+                                                                   growth_generator):
+    client = key_client(growth_org)
+    job_id = _accept(client, growth_generator, GOOD, BAD)
+    body, _ = _poll_until_finished(client, job_id, worker)
+    good, bad = body["items"]
+    assert good["status"] == "succeeded" and bad["status"] == "failed"
+    assert bad["error"]["error"] == "format_not_supported"
+    path = "/" + good["download_url"].split("://", 1)[1].split("/", 1)[1]
+    response = client.get(path)
+    assert response.status_code == 200 and response["X-Service-Token"] == good["token"]
+    signed = b"".join(response.streaming_content)
+    verified = client.post("/v1/verify", {"content": io.BytesIO(signed)}, format="multipart").json()
+    assert verified["authentic"] and verified["record_id"] == good["record_id"]
+    assert key_client(other_org).get(path).status_code == 404
+
+
+def test_a_job_outlives_a_worker_killed_mid_job_and_counts_each_signature_once(worker, key_client, growth_org,
+                                                                                 growth_generator):
+    client = key_client(growth_org)
+    files = 12
+    job_id = _accept(client, growth_generator, *[photo_bytes(name, "png") for name in
+                                                 ("astronaut", "chelsea", "coffee") * (files // 3)])
+
+    def some_done():
+        done = JobItem.objects.filter(job_id=job_id).exclude(status="queued").count()
+        return done if done else None
+
+    done_before_kill = wait_for_process(some_done, worker.process, what="a first item", details=worker.output)
+    worker.kill()
+    assert done_before_kill < files, "the job finished before the kill: give it more files"
+    assert Job.objects.get(pk=job_id).status == "running"
+    worker.start()  # another worker process, on the same queue: the module's other tests keep it
+    body, _ = _poll_until_finished(client, job_id, worker)
+    assert body["status"] == "succeeded" and all(item["status"] == "succeeded" for item in body["items"])
+    record_ids = {item["record_id"] for item in body["items"]}
+    assert len(record_ids) == files
+    assert set(map(str, Record.objects.filter(org=growth_org).values_list("pk", flat=True))) == record_ids
+    assert UsageCounter.objects.get(org=growth_org).signatures_used == files
+    assert AuditEvent.objects.filter(org=growth_org, type="sign").count() == files
+
+
+def test_a_job_whose_message_was_lost_is_handed_out_again_by_the_cleanup(worker, key_client, growth_org,
+                                                                         growth_generator, settings):
+    client = key_client(growth_org)
+    settings.JOBS_QUEUE = lost = new_queue()  # nobody listens there: the message is as good as lost
+    job_id = _accept(client, growth_generator, GOOD)
+    redis.Redis.from_url(broker_url()).delete(lost)
+    settings.JOBS_QUEUE = worker.queue
+    Job.objects.filter(pk=job_id).update(created_at=Job.objects.get(pk=job_id).created_at - services.STALLED_AFTER)
+    assert services.jobs_requeue_stalled() == 1
+    body, _ = _poll_until_finished(client, job_id, worker)
+    assert body["status"] == "succeeded"
+
+
+def test_a_worker_runs_the_periodic_cleanup_task(worker, growth_org):
+    from jobs.tasks import jobs_cleanup_task
+
+    finished = Job.objects.create(org=growth_org, kind="sign", status="succeeded",
+                                  finished_at=Job.objects.model._meta.get_field("created_at").default()
+                                  - services.OUTPUT_LIFETIME * 2)
+    jobs_cleanup_task.apply_async(queue=worker.queue)
+
+    def cleaned():
+        return Job.objects.filter(pk=finished.pk, files_deleted_at__isnull=False).exists()
+
+    wait_for_process(cleaned, worker.process, what="the cleanup task", details=worker.output)
