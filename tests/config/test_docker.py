@@ -31,7 +31,7 @@ def _settings_variables() -> set[str]:
 
 def test_compose_runs_the_service_its_signer_its_sequencer_a_proxy_postgres_15_and_redis_7(compose):
     services = compose["services"]
-    assert set(services) == {"web", "signer", "log-sequencer", "proxy", "postgres", "redis"}
+    assert set(services) == {"web", "web2", "signer", "log-sequencer", "proxy", "postgres", "redis"}
     assert services["signer"]["command"] == ["python", "manage.py", "signer"]
     assert services["signer"]["image"] == services["web"]["image"]
     assert services["postgres"]["image"] == "postgres:15" and services["redis"]["image"] == "redis:7"
@@ -44,6 +44,18 @@ def test_compose_runs_the_service_its_signer_its_sequencer_a_proxy_postgres_15_a
         assert services[name]["healthcheck"]["test"][0] == "CMD"
     assert "postgres-data:/var/lib/postgresql/data" in services["postgres"]["volumes"]
     assert "ports" not in services["web"]  # only the proxy is published
+
+
+def test_compose_runs_two_app_instances_behind_the_proxy_and_two_sequencers(compose):
+    services = compose["services"]
+    web, web2 = services["web"], services["web2"]
+    assert web2["image"] == web["image"] and web2["environment"] == web["environment"] and "ports" not in web2
+    assert web2["depends_on"]["web"] == {"condition": "service_healthy"}  # web has migrated by then
+    assert set(services["proxy"]["depends_on"]) == {"web", "web2"}
+    site = (PROJECT / "deploy" / "nginx.compose.conf").read_text()
+    upstream = re.search(r"upstream provenance_app \{([^}]*)\}", site)
+    assert re.findall(r"server (\S+);", upstream.group(1)) == ["web:8000", "web2:8000"]
+    assert services["log-sequencer"]["deploy"]["replicas"] == 2
 
 
 def test_compose_requires_every_secret_and_sets_only_variables_the_service_reads(compose):
@@ -60,7 +72,7 @@ def test_compose_requires_every_secret_and_sets_only_variables_the_service_reads
 
 def test_only_the_signer_holds_the_keys_and_shares_its_socket_with_web_and_sequencer(compose):
     services = compose["services"]
-    for name in ("web", "log-sequencer"):
+    for name in ("web", "web2", "log-sequencer"):
         env = services[name]["environment"]
         assert not set(SIGNER_ONLY) & set(env) and "SIGNER_SERVICE" not in env, name
         assert env["SIGNER_SOCKET"] == services["signer"]["environment"]["SIGNER_SOCKET"], name
