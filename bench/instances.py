@@ -1,0 +1,161 @@
+"""What the proxy and a second app instance cost: authenticated reads through nginx to two instances of one
+worker each, against one instance of two workers served directly, in one run (docs/performance.md).
+
+Three servers run side by side on one PostgreSQL and one Redis of their own (tests/own_services.py):
+
+  - `nginx -> 2 x 1`: deploy/nginx.conf in front of two gunicorn instances of one worker each;
+  - `nginx -> 1 x 2`: the same nginx site in front of one instance of two workers (the proxy's cost alone);
+  - `1 x 2 direct`: one instance of two workers, no proxy (what a single instance serves).
+
+Every instance is gunicorn with gunicorn.conf.py (the production worker). wrk sends GET /v1/records/:id with
+an API key, rotating over the records of several organizations, in rounds that alternate the three servers
+(each round in a new order), a short warm-up before each measurement; the median of the rounds is reported,
+with the ratios to `1 x 2 direct`.
+
+    .venv/bin/python bench/instances.py [--duration 8] [--rounds 5] [--connections 32] [--nginx-workers 1]
+"""
+
+import argparse
+import contextlib
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import serve
+from tests.nginx_site import cluster_site, start_nginx
+from tests.own_services import OwnPostgres, OwnRedis, free_port, wait_for_port
+from tests.waiting import serving, wait_for_process
+
+ORGS, RECORDS_PER_ORG = 10, 50
+
+
+def reads_lua(requests: list[tuple[str, str]]) -> str:
+    """A wrk script cycling through (Authorization value, path) pairs with GET."""
+    entries = ",\n".join(f'{{"{auth}", "{path}"}}' for auth, path in requests)
+    return f"""local entries = {{
+{entries}
+}}
+local counter = 0
+request = function()
+  counter = counter + 1
+  local entry = entries[(counter % #entries) + 1]
+  return wrk.format("GET", entry[2], {{["Authorization"] = entry[1]}})
+end
+"""
+
+
+def prepare(env: dict[str, str]) -> list[tuple[str, str]]:
+    """Organizations with an API key and records each: (Authorization, /v1/records/:id) pairs."""
+    serve.django_in_process(env)
+    from tests import factories
+    from tests.transparency.logs import make_key, make_records
+
+    requests = []
+    for _ in range(ORGS):
+        org = factories.make_org(plan="enterprise")  # no rate limit: every answer is a 200
+        auth = f"Bearer {factories.make_api_key(org=org)}"
+        requests += [(auth, f"/v1/records/{record.pk}") for record in make_records(make_key(org), RECORDS_PER_ORG)]
+    return requests
+
+
+@contextlib.contextmanager
+def gunicorn(env: dict[str, str], workers: int, folder: Path):
+    """gunicorn -c gunicorn.conf.py with `workers` workers on a free port; yields the port."""
+    port = free_port()
+    with (folder / f"gunicorn-{port}.log").open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", "gunicorn.conf.py", "--bind",
+             f"127.0.0.1:{port}", "--no-control-socket"], cwd=serve.ROOT, env={**env, "WEB_CONCURRENCY": str(workers)},
+            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(port, process=process)
+        wait_for_process(lambda: serving(f"http://127.0.0.1:{port}/healthz"), process, what="gunicorn serving")
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+@contextlib.contextmanager
+def nginx(app_ports: list[int], folder: Path, workers: int):
+    port = free_port()
+    prefix = folder / f"nginx-{port}"
+    prefix.mkdir()
+    process = start_nginx(prefix, cluster_site(port=port, app_ports=app_ports), port, workers=workers)
+    try:
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=8, help="seconds of each measurement")
+    parser.add_argument("--rounds", type=int, default=5, help="measurements of each server, alternating")
+    parser.add_argument("--connections", type=int, default=32, help="wrk keep-alive connections")
+    parser.add_argument("--nginx-workers", type=int, default=1, help="nginx worker_processes")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="instances-"))
+    pg, redis_server = OwnPostgres(), OwnRedis()
+    try:
+        pg.start()
+        redis_server.start()
+        pg.create_database("instances")
+        env = {**serve.server_env(pg.url("instances"), redis_server.url()), "TRUSTED_PROXY_COUNT": "1",
+               "VERIFY_RATE_PER_MINUTE": "100000000"}  # record fetches count against the per-IP limit
+        serve.manage(env, "migrate", "--noinput")
+        lua = reads_lua(prepare(env))
+        from django.db import connections
+
+        connections.close_all()
+        with contextlib.ExitStack() as stack:
+            one_a, one_b, two = (stack.enter_context(gunicorn(env, workers, folder)) for workers in (1, 1, 2))
+            servers = {"nginx -> 2 x 1": stack.enter_context(nginx([one_a, one_b], folder, args.nginx_workers)),
+                       "nginx -> 1 x 2": stack.enter_context(nginx([two], folder, args.nginx_workers)),
+                       "1 x 2 direct": two}
+            results = measure(servers, lua, args)
+    finally:
+        redis_server.close()
+        pg.close()
+    report(results, args)
+
+
+def measure(servers: dict[str, int], lua: str, args: argparse.Namespace) -> dict[str, list[dict]]:
+    names, results = list(servers), {name: [] for name in servers}
+    for name in names:  # every worker's first requests (imports, connections) before any measurement
+        serve.wrk(f"http://127.0.0.1:{servers[name]}", lua=lua, duration=3, connections=args.connections)
+    for round_number in range(args.rounds):
+        order = names[round_number % len(names):] + names[:round_number % len(names)]
+        for name in order:
+            url = f"http://127.0.0.1:{servers[name]}"
+            serve.wrk(url, lua=lua, duration=1, connections=args.connections)  # warm-up
+            stats = serve.wrk(url, lua=lua, duration=args.duration, connections=args.connections)
+            results[name].append(stats)
+            print(f"round {round_number + 1}: {name}: {stats['requests_per_second']:.0f} requests/s, "
+                  f"p50 {stats['p50_ms']:.1f} ms, non-2xx {stats['non_2xx']}, socket errors {stats['socket_errors']}")
+            sys.stdout.flush()
+    return results
+
+
+def report(results: dict[str, list[dict]], args: argparse.Namespace) -> None:
+    baseline = statistics.median(s["requests_per_second"] for s in results["1 x 2 direct"])
+    print(f"\nGET /v1/records/:id with an API key; wrk {args.connections} keep-alive connections, {args.rounds} "
+          f"alternating rounds of {args.duration} s, nginx {args.nginx_workers} worker(s); median of the rounds.\n")
+    print("| server | requests/s (median) | rounds | p50 ms | p99 ms | of `1 x 2 direct` |\n|---|---|---|---|---|---|")
+    for name, runs in results.items():
+        median = statistics.median(s["requests_per_second"] for s in runs)
+        p50 = statistics.median(s["p50_ms"] for s in runs)
+        p99 = statistics.median(s["p99_ms"] for s in runs)
+        rounds = "/".join(f"{s['requests_per_second']:.0f}" for s in runs)
+        print(f"| {name} | {median:.0f} | {rounds} | "
+              f"{p50:.1f} | {p99:.1f} | {median / baseline:.1%} |")
+    errors = sum(s["non_2xx"] + s["socket_errors"] for runs in results.values() for s in runs)
+    print(f"\nNon-2xx answers and socket errors, all rounds: {errors}")
+
+
+if __name__ == "__main__":
+    main()
