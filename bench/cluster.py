@@ -479,7 +479,7 @@ class Cluster:
 
         with connection.cursor() as cursor:
             cursor.execute("SELECT application_name FROM pg_stat_activity WHERE application_name LIKE "
-                           "'log_sequencer leader %%'")
+                           "'log_sequencer leader %'")
             row = cursor.fetchone()
         pid = int(row[0].rsplit(":", 1)[1]) if row else None
         return next(name for name, running in self.processes.running.items()
@@ -496,7 +496,10 @@ def faults(cluster: Cluster) -> list[tuple[str, callable]]:
             time.sleep(down)
             started = time.monotonic()
             cluster.processes.restart(name)
-            return f"{name} killed, down {down:g} s, up again in {time.monotonic() - started:.1f} s"
+            spec = cluster.processes.running[name].spec
+            listening = (f", listening {time.monotonic() - started:.1f} s later" if spec.port or spec.socket_path
+                         else "")
+            return f"{name} killed (SIGKILL), started again {down:g} s later{listening}"
         return inject
 
     def redis_restart() -> str:
@@ -507,13 +510,28 @@ def faults(cluster: Cluster) -> list[tuple[str, callable]]:
 
     def sequencer_leader() -> str:
         leader = cluster.leading_sequencer()
-        return kill_and_restart(leader)() + " (it led)"
+        cluster.processes.kill(leader)
+        killed = time.monotonic()
+        successor = wait_until(lambda: _other_leader(cluster, leader), pids=lambda: cluster.processes.pids("sequencer"),
+                               cpu_budget=30, what="another sequencer leads")
+        took_over = time.monotonic() - killed
+        time.sleep(max(0.0, down - took_over))
+        cluster.processes.restart(leader)
+        return (f"{leader} killed (SIGKILL) while it led; {successor} led {took_over:.2f} s later; {leader} started "
+                f"again {down:g} s after the kill, as the standby")
 
     steps = [("no fault", lambda: "baseline"), ("an app instance killed", kill_and_restart("app-1"))]
     if JOBS:
         steps.append(("a Celery worker killed mid-job", kill_and_restart("worker-1")))
     steps += [("Redis restarted", redis_restart), ("the leading sequencer killed", sequencer_leader)]
     return steps
+
+
+def _other_leader(cluster: Cluster, dead: str) -> str | None:
+    with contextlib.suppress(StopIteration):
+        leader = cluster.leading_sequencer()
+        return leader if leader != dead else None
+    return None
 
 
 def run(args: argparse.Namespace) -> list[Outcome]:

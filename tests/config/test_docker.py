@@ -49,7 +49,8 @@ def test_compose_runs_the_service_its_signer_its_sequencer_a_proxy_postgres_15_a
 def test_compose_runs_two_app_instances_behind_the_proxy_and_two_sequencers(compose):
     services = compose["services"]
     web, web2 = services["web"], services["web2"]
-    assert web2["image"] == web["image"] and web2["environment"] == web["environment"] and "ports" not in web2
+    assert web2["image"] == web["image"] and "ports" not in web2
+    assert web2["environment"] == {**web["environment"], "MIGRATE_ON_START": "false"}
     assert web2["depends_on"]["web"] == {"condition": "service_healthy"}  # web has migrated by then
     assert set(services["proxy"]["depends_on"]) == {"web", "web2"}
     site = (PROJECT / "deploy" / "nginx.compose.conf").read_text()

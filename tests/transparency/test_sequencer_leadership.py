@@ -102,7 +102,7 @@ def test_one_sequencer_leads_and_the_standby_takes_over_a_killed_leader_without_
         assert not standby.said(" leads: ")
         with connection.cursor() as cursor:
             cursor.execute("SELECT application_name FROM pg_stat_activity WHERE application_name LIKE "
-                           "'log_sequencer leader %%' AND datname = current_database()")
+                           "'log_sequencer leader %' AND datname = current_database()")
             named = [row[0] for row in cursor.fetchall()]
         assert named == [f"log_sequencer leader {leader.said(' leads: ')[0]['message'].split()[2]}"]
         old_backend = _holder_backend()
