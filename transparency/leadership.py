@@ -52,6 +52,8 @@ class SequencerLeadership:
         was_leading = self.leading
         try:
             self.leading = self._still_held() if was_leading else self._try_lock()
+            if self.leading and not was_leading:
+                self._set_name("leader")
         except DatabaseError as error:
             self._disconnect()
             self.leading = False
@@ -60,9 +62,8 @@ class SequencerLeadership:
                              error)
             return False
         if self.leading and not was_leading:
-            self._set_name("leader")
             logger.info("log sequencer %s leads: it holds the advisory lock", self.name)
-        elif not self.leading:
+        elif not self.leading and logger.isEnabledFor(logging.DEBUG):  # naming the leader costs a query
             logger.debug("log sequencer %s stands by: %s leads", self.name, self.holder() or "nobody yet")
         return self.leading
 
