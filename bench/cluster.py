@@ -36,6 +36,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -436,6 +437,22 @@ def make_orgs(port: int) -> dict[str, Org]:
     return orgs
 
 
+def _restartable_port() -> int:
+    """A free port below the ephemeral range (net.ipv4.ip_local_port_range) that nothing listens on."""
+    import socket
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.Random()
+    while True:
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+
+
 class Cluster:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -444,14 +461,20 @@ class Cluster:
         self.processes = Processes(self.folder)
         self.nginx = None
         self.port = free_port()
-        self.app_ports = [free_port() for _ in range(2)]
+        # Ports a killed process listens on again: out of the kernel's range for outgoing connections, or one
+        # of the machine's many connections could take the port while its process is down.
+        self.app_ports = [_restartable_port() for _ in range(2)]
+        self.redis.port = _restartable_port()
 
     def __enter__(self) -> "Cluster":
+        with (self.pg.data / "postgresql.conf").open("a") as conf:  # what a stalled fault is explained by
+            conf.write("log_lock_waits = on\nlog_min_duration_statement = 2000\nlog_line_prefix = '%m [%p] %a '\n")
         self.pg.start()
         self.redis.start()
         self.pg.create_database("cluster")
+        # PYTHONFAULTHANDLER: a worker gunicorn aborts as silent (its `timeout`) writes every thread's stack.
         env = {**serve.server_env(self.pg.url("cluster"), self.redis.url()), "TRUSTED_PROXY_COUNT": "1",
-               "VERIFY_RATE_PER_MINUTE": "1000000"}
+               "VERIFY_RATE_PER_MINUTE": "1000000", "PYTHONFAULTHANDLER": "1"}
         serve.manage(env, "migrate", "--noinput")
         serve.django_in_process(env)
         for spec in process_specs(env, app_ports=self.app_ports, app_workers=self.args.app_workers,
@@ -471,6 +494,8 @@ class Cluster:
         self.processes.stop_all()
         connections.close_all()
         self.redis.close()
+        with contextlib.suppress(OSError):  # kept with the processes' logs in the cluster's folder
+            shutil.copy(self.pg.folder / "server.log", self.folder / "postgresql.log")
         self.pg.close()
 
     def leading_sequencer(self) -> str:
@@ -539,7 +564,8 @@ def run(args: argparse.Namespace) -> list[Outcome]:
     with Cluster(args) as cluster:
         orgs = make_orgs(cluster.port)
         load, jobs, log_before = Load(cluster.port, orgs, args.clients), {}, (0, b"")
-        print(f"(cluster in {cluster.folder}: nginx :{cluster.port}, app instances :{cluster.app_ports[0]} and "
+        print(f"(cluster in {cluster.folder}, the processes' logs there: nginx :{cluster.port}, app instances "
+              f":{cluster.app_ports[0]} and "
               f":{cluster.app_ports[1]}, {args.app_workers} worker(s) each, two sequencers, the signer"
               f"{', two Celery workers' if JOBS else ''}; PostgreSQL :{cluster.pg.port}, Redis :{cluster.redis.port})")
         for name, inject in faults(cluster):
