@@ -208,7 +208,7 @@ def _web_pids(server_pid: int) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
                        "AND pid <> pg_backend_pid() "
-                       "AND application_name <> 'log_sequencer' AND backend_type = 'client backend'")
+                       "AND application_name NOT LIKE 'log_sequencer%' AND backend_type = 'client backend'")
         backends = [row[0] for row in cursor.fetchall()]
     return workers + backends
 

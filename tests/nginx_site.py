@@ -27,6 +27,20 @@ def loopback_site(*, port: int, app_port: int, verify_port: int) -> str:
     return site.replace("server 127.0.0.1:8000", f"server 127.0.0.1:{app_port}")
 
 
+def cluster_site(*, port: int, app_ports: list[int]) -> str:
+    """deploy/nginx.conf on 127.0.0.1:`port` in front of several app instances: both upstreams list every
+    instance (no verification pool of its own), with the deployment's keepalive and failover settings."""
+    site = loopback_site(port=port, app_port=app_ports[0], verify_port=app_ports[0])
+    servers = "".join(f"    server 127.0.0.1:{app_port};\n" for app_port in app_ports)
+
+    def upstream(match: re.Match) -> str:
+        kept = "".join(line + "\n" for line in match.group(2).splitlines() if line.strip()
+                       and not line.strip().startswith("server "))
+        return f"{match.group(1)}{servers}{kept}}}"
+
+    return re.sub(r"(upstream \w+ \{\n)([^{}]*)\}", upstream, site)
+
+
 def start_nginx(folder: Path, site: str, port: int, *, workers: int = 1) -> subprocess.Popen:
     """A foreground nginx in `folder` serving `site`; returns once `port` accepts connections."""
     (folder / "site.conf").write_text(site)

@@ -16,6 +16,7 @@ later round signs it.
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -80,15 +81,18 @@ def log_sequence(*, limit: int = BATCH_SIZE) -> int:
             return total
 
 
-def log_sequencer_run(*, interval: float, limit: int = BATCH_SIZE, rounds: int | None = None) -> None:
+def log_sequencer_run(*, interval: float, limit: int = BATCH_SIZE, rounds: int | None = None,
+                      leads: Callable[[], bool] = lambda: True) -> None:
     """The sequencer loop: a round every `interval` seconds, forever or for `rounds` rounds.
 
     Rounds start at a fixed rate, so a round's own time does not stretch the interval; a round that
-    overruns starts the next at once, without trying to catch up on the ones it missed.
+    overruns starts the next at once, without trying to catch up on the ones it missed. A round in which
+    `leads()` is false (another instance sequences: transparency.leadership) does nothing else.
     """
     next_round, done = time.monotonic(), 0
     while rounds is None or done < rounds:
-        log_sequence(limit=limit)
+        if leads():
+            log_sequence(limit=limit)
         done += 1
         next_round = max(next_round + interval, time.monotonic())
         time.sleep(max(0.0, next_round - time.monotonic()))

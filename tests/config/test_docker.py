@@ -31,11 +31,16 @@ def _settings_variables() -> set[str]:
 
 def test_compose_runs_the_service_its_signer_its_sequencer_a_proxy_postgres_15_and_redis_7(compose):
     services = compose["services"]
-    assert set(services) == {"web", "signer", "log-sequencer", "worker", "proxy", "postgres", "redis"}
+    assert set(services) == {"web", "web2", "signer", "log-sequencer", "worker", "worker-beat", "proxy", "postgres",
+                             "redis"}
+    for name in ("worker", "worker-beat"):
+        assert services[name]["image"] == services["web"]["image"], name
+        assert services[name]["environment"] == services["web"]["environment"], name
     assert services["worker"]["command"][:4] == ["celery", "-A", "config", "worker"]
-    assert services["worker"]["image"] == services["web"]["image"]
-    assert services["worker"]["environment"] == services["web"]["environment"]
-    assert "job-files:/srv/job-files" in services["worker"]["volumes"] == services["web"]["volumes"]
+    assert "--beat" not in services["worker"]["command"] and services["worker"]["deploy"] == {"replicas": 2}
+    assert services["worker-beat"]["command"][:4] == ["celery", "-A", "config", "beat"]
+    for name in ("web", "web2", "worker"):  # every process that reads or writes the jobs' files
+        assert "job-files:/srv/job-files" in services[name]["volumes"], name
     assert services["signer"]["command"] == ["python", "manage.py", "signer"]
     assert services["signer"]["image"] == services["web"]["image"]
     assert services["postgres"]["image"] == "postgres:15" and services["redis"]["image"] == "redis:7"
@@ -48,6 +53,19 @@ def test_compose_runs_the_service_its_signer_its_sequencer_a_proxy_postgres_15_a
         assert services[name]["healthcheck"]["test"][0] == "CMD"
     assert "postgres-data:/var/lib/postgresql/data" in services["postgres"]["volumes"]
     assert "ports" not in services["web"]  # only the proxy is published
+
+
+def test_compose_runs_two_app_instances_behind_the_proxy_and_two_sequencers(compose):
+    services = compose["services"]
+    web, web2 = services["web"], services["web2"]
+    assert web2["image"] == web["image"] and "ports" not in web2
+    assert web2["environment"] == {**web["environment"], "MIGRATE_ON_START": "false"}
+    assert web2["depends_on"]["web"] == {"condition": "service_healthy"}  # web has migrated by then
+    assert set(services["proxy"]["depends_on"]) == {"web", "web2"}
+    site = (PROJECT / "deploy" / "nginx.compose.conf").read_text()
+    upstream = re.search(r"upstream provenance_app \{([^}]*)\}", site)
+    assert re.findall(r"server (\S+);", upstream.group(1)) == ["web:8000", "web2:8000"]
+    assert services["log-sequencer"]["deploy"]["replicas"] == 2
 
 
 def test_compose_requires_every_secret_and_sets_only_variables_the_service_reads(compose):
@@ -64,11 +82,12 @@ def test_compose_requires_every_secret_and_sets_only_variables_the_service_reads
 
 def test_only_the_signer_holds_the_keys_and_shares_its_socket_with_web_and_sequencer(compose):
     services = compose["services"]
-    for name in ("web", "log-sequencer", "worker"):
+    for name in ("web", "web2", "log-sequencer", "worker", "worker-beat"):
         env = services[name]["environment"]
         assert not set(SIGNER_ONLY) & set(env) and "SIGNER_SERVICE" not in env, name
         assert env["SIGNER_SOCKET"] == services["signer"]["environment"]["SIGNER_SOCKET"], name
-        assert "signer-socket:/run/signer" in services[name]["volumes"], name
+        if name != "worker-beat":  # the schedule sends tasks to the workers and signs nothing
+            assert "signer-socket:/run/signer" in services[name]["volumes"], name
     assert services["signer"]["environment"]["SIGNER_SERVICE"] == "true"
     assert "signer-socket:/run/signer" in services["signer"]["volumes"]
     assert "ports" not in services["signer"] and "expose" not in services["signer"]

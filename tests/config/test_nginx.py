@@ -56,6 +56,7 @@ def proxy(tmp_path_factory):
     port = free_port()
     site = (PROJECT / "deploy" / "nginx.compose.conf").read_text()
     site = site.replace("server web:8000;", f"server 127.0.0.1:{upstream.server_port};")
+    site = site.replace("server web2:8000;", "")  # the second app instance: one upstream serves here
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};").replace("listen [::]:80;", "")
     process = start_nginx(prefix, site, port)
     yield port
@@ -109,3 +110,106 @@ def test_every_other_route_stops_at_1_mb(proxy, path):
     status, payload = _post(proxy, path, declared=2 * 1024 * 1024)
     assert status == 413
     assert json.loads(payload)["error"] == "payload_too_large"
+
+
+class _Dying(BaseHTTPRequestHandler):
+    """An app instance that dies mid-request: reads the request whole, then drops the connection unanswered."""
+
+    received: list[str] = []
+
+    def do_GET(self):
+        self._die()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._die()
+
+    def _die(self):
+        _Dying.received.append(self.command)
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def log_message(self, *args):
+        pass
+
+
+class _Counting(_Upstream):
+    received: list[str] = []
+
+    def do_GET(self):
+        _Counting.received.append("GET")
+        self._answer()
+
+    def do_POST(self):
+        _Counting.received.append("POST")
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._answer()
+
+    def _answer(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+
+def _request(port: int, method: str) -> tuple[int, dict, bytes]:
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request(method, "/v1/records", body=b"{}" if method == "POST" else None)
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def failing_cluster(tmp_path):
+    """deploy/nginx.conf in front of two instances: one dies on every request, one answers; `dead` is a port
+    nothing listens on."""
+    from tests.nginx_site import cluster_site
+
+    if NGINX is None:
+        pytest.skip("nginx is not installed")
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), handler) for handler in (_Dying, _Counting)]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Dying.received, _Counting.received = [], []
+
+    def start(app_ports: list[int], name: str) -> int:
+        port = free_port()
+        (tmp_path / name).mkdir()
+        processes.append(start_nginx(tmp_path / name, cluster_site(port=port, app_ports=app_ports), port))
+        return port
+
+    processes = []
+    yield start, [server.server_port for server in servers]
+    for process in processes:
+        process.terminate()
+        process.wait(timeout=10)
+    for server in servers:
+        server.shutdown()
+
+
+def test_no_instance_answering_is_a_503_envelope_with_retry_after(failing_cluster):
+    start, _ = failing_cluster
+    port = start([free_port(), free_port()], "down")  # nothing listens on either
+    for method in ("GET", "POST"):
+        status, headers, body = _request(port, method)
+        assert (status, headers.get("Retry-After")) == (503, "1")
+        assert json.loads(body)["error"] == "service_unavailable"
+
+
+def test_a_get_is_retried_on_the_other_instance_and_a_post_is_never_sent_twice(failing_cluster):
+    start, (dying, answering) = failing_cluster
+    # Each on a fresh nginx: after one failure nginx leaves the dying instance out for fail_timeout (10 s).
+    # Round robin from the first server: the first request of each goes to the dying instance.
+    gets = [_request(start([dying, answering], "gets"), "GET")[0]]
+    assert gets == [200] and _Dying.received == ["GET"]  # passed on to the other instance
+    posts_port = start([dying, answering], "posts")
+    posts = [_request(posts_port, "POST")[0] for _ in range(4)]
+    # The POST the dying instance received is answered 503 (its client may retry it with its Idempotency-Key),
+    # not passed on; the next ones go to the other instance: each POST reached exactly one instance.
+    assert posts == [503, 200, 200, 200]
+    assert _Dying.received.count("POST") == 1 and _Counting.received.count("POST") == 3

@@ -39,3 +39,12 @@ def leaf_from_api(record_json: dict) -> bytes:
 
 def decode(hashes: list[str]) -> list[bytes]:
     return [base64.b64decode(h) for h in hashes]
+
+
+def leaves_from_records() -> list[bytes]:
+    """Leaf hashes recomputed from the stored records in log order, the way the contract spells the entry."""
+    rows = Record.objects.filter(log_index__isnull=False).order_by("log_index").select_related("key")
+    return [leaf_from_api({"record_id": str(r.pk), "content_hash": r.content_hash, "generator_id": str(r.generator_id),
+                           "model": r.model, "watermark_id": r.watermark_id,
+                           "signature": base64.b64encode(bytes(r.signature)).decode(), "kid": r.key.kid,
+                           "signed_at": r.signed_at.isoformat().replace("+00:00", "Z")}) for r in rows]

@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from provenance.models import Record
 from tests.transparency import rfc9162
-from tests.transparency.logs import decode, make_key, make_records
+from tests.transparency.logs import decode, leaves_from_records, make_key, make_records
 from transparency import note, selectors, services
 from transparency.models import LogState, LogTile
 
@@ -28,15 +28,6 @@ def _leaves_in_log_order(api_client) -> list[bytes]:
     return [leaf_from_api(api_client.get(f"/v1/records/{record_id}").json()) for record_id in ids]
 
 
-def _leaves_from_records() -> list[bytes]:
-    """Leaf hashes recomputed from the stored records, the way the contract spells the entry."""
-    from tests.transparency.logs import leaf_from_api
-
-    rows = Record.objects.filter(log_index__isnull=False).order_by("log_index").select_related("key")
-    return [leaf_from_api({"record_id": str(r.pk), "content_hash": r.content_hash, "generator_id": str(r.generator_id),
-                           "model": r.model, "watermark_id": r.watermark_id,
-                           "signature": base64.b64encode(bytes(r.signature)).decode(), "kid": r.key.kid,
-                           "signed_at": r.signed_at.isoformat().replace("+00:00", "Z")}) for r in rows]
 
 
 def test_the_sequencer_integrates_pending_records_in_order_and_signs_a_checkpoint(api_client, settings):
@@ -77,7 +68,7 @@ def test_a_thousand_records_in_random_batches_stay_consistent():
         state = _state()
         sizes.append(state.tree_size)
         roots.append(bytes(state.root_hash))
-    leaves = _leaves_from_records()
+    leaves = leaves_from_records()
     for size, root in zip(sizes, roots, strict=True):
         assert rfc9162.mth(leaves[:size]) == root
         proof = selectors.consistency_between(first=size, second=None)
