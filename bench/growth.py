@@ -57,6 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import serve
+from bench.transparency_log import _alive, _cpu_seconds
 
 ORGS = 40
 SAMPLE_EVERY = 5000  # records really signed: log index % SAMPLE_EVERY == 0
@@ -410,7 +411,7 @@ def seed(args: argparse.Namespace) -> None:
     import multiprocessing
 
     global _MAKER
-    serve.django_in_process(serve.prepared_database(args.database_url))
+    serve.django_in_process(environment(args))
     from django.db import connection, connections
 
     from transparency.models import LogState
@@ -559,7 +560,9 @@ def multipart(fields: dict[str, str], content: bytes) -> tuple[str, str]:
 def requests_lua(requests: list[tuple[str, str, str, dict[str, str]]]) -> str:
     """A wrk script cycling through (method, path, body, headers) requests."""
     def lua_string(text: str) -> str:
-        return "[==[" + text + "]==]"
+        # A quoted string with escapes: a long bracket string would turn the multipart body's CR LF into LF.
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "\\r").replace("\n", "\\n")
+        return f'"{escaped}"'
 
     entries = ",\n".join("{" + ", ".join([lua_string(method), lua_string(path), lua_string(body) if body else "nil",
                                           "{" + ", ".join(f"[{lua_string(k)}] = {lua_string(v)}"
@@ -655,23 +658,44 @@ def routes_table(env: dict[str, str], args: argparse.Namespace, parts: set[str])
           f"{'Redis' if env.get('REDIS_URL') else 'database cache'}; wrk {args.connections} connections, "
           f"{args.duration} s after a 3 s warm-up, {args.repeats} windows; {log_size():,} records in the log; "
           f"load average before: {os.getloadavg()[0]:.1f}\n", flush=True)
-    print("| route | checked before | req/s (median) | p50 ms | p99 ms | non-2xx | every window req/s |")
-    print("|---|---|---|---|---|---|---|")
-    with serve.gunicorn(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads) as url:
+    print("| route | checked before | req/s (median) | p50 ms | p99 ms | non-2xx | every window req/s "
+          "| CPU ms a request: workers + PostgreSQL |")
+    print("|---|---|---|---|---|---|---|---|")
+    server: dict[str, int] = {}
+    with serve.gunicorn(env, workers=args.workers, worker_class=args.worker_class, threads=args.threads,
+                        on_start=lambda process, port: server.update(pid=process.pid)) as url:
         for label, requests, expect in loads:
             sample = requests[:20]
             good = check_answers(url, sample, expect)
             lua = requests_lua(requests)
             serve.wrk(url, lua=lua, duration=3, connections=args.connections)
+            workers, backends = server_processes(server["pid"])
+            before = {pid: _cpu_seconds(pid) for pid in workers + backends}
             runs = [serve.wrk(url, lua=lua, duration=args.duration, connections=args.connections)
                     for _ in range(args.repeats)]
+            used = {pid: _cpu_seconds(pid) - cpu for pid, cpu in before.items() if _alive(pid)}
+            requests_done = sum(r["requests"] for r in runs)
+            web_ms = sum(used.get(pid, 0.0) for pid in workers) / requests_done * 1000
+            database_ms = sum(used.get(pid, 0.0) for pid in backends) / requests_done * 1000
             runs.sort(key=lambda stats: stats["requests_per_second"])
             median = runs[len(runs) // 2]
             every = " / ".join(f"{r['requests_per_second']:.0f}" for r in runs)
             print(f"| {label} | {good}/{len(sample)} | {median['requests_per_second']:.0f} | {median['p50_ms']:.1f} "
                   f"| {median['p99_ms']:.1f} | {sum(r['non_2xx'] + r['socket_errors'] for r in runs)} "
-                  f"| {every} |", flush=True)
+                  f"| {every} | {web_ms:.2f} + {database_ms:.2f} |", flush=True)
     print(f"\nLoad average after: {os.getloadavg()[0]:.1f}")
+
+
+def server_processes(server_pid: int) -> tuple[list[int], list[int]]:
+    """The gunicorn workers (the master's children) and the PostgreSQL backends of this database but ours."""
+    from django.db import connection
+
+    workers = [int(pid) for pid in Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+        backends = [row[0] for row in cursor.fetchall()]
+    return workers, backends
 
 
 def log_table(args: argparse.Namespace) -> None:
@@ -772,9 +796,16 @@ def size_table() -> None:
               f"{toast / out_of_line:,.0f} bytes for each.")
 
 
+def environment(args: argparse.Namespace, **settings: str) -> dict[str, str]:
+    """The server environment; the database migrated unless --no-migrate (figures before a migration)."""
+    redis_url = args.redis_url if serve.redis_reachable(args.redis_url) else None
+    if args.no_migrate:
+        return {**serve.server_env(args.database_url, redis_url), **settings}
+    return serve.prepared_database(args.database_url, redis_url, **settings)
+
+
 def measure(args: argparse.Namespace) -> None:
-    env = serve.prepared_database(args.database_url, args.redis_url if serve.redis_reachable(args.redis_url) else None,
-                                  VERIFY_RATE_PER_MINUTE=str(10**9))
+    env = environment(args, VERIFY_RATE_PER_MINUTE=str(10**9))  # the verify load comes from one address
     serve.django_in_process(env)
     parts = set(args.parts.split(","))
     if "size" in parts:
@@ -795,11 +826,12 @@ def main() -> None:
     parser.add_argument("--random-signatures", action="store_true", help="seed: random stand-ins (TOAST)")
     parser.add_argument("--seed-workers", type=int, default=2, help="seed: processes making the batches")
     parser.add_argument("--parts", default="size,lookups,verify,insert,log")
+    parser.add_argument("--no-migrate", action="store_true", help="leave the schema as it is (a before figure)")
     parser.add_argument("--queries", type=int, default=2000, help="lookups per kind at query level")
     parser.add_argument("--proofs", type=int, default=1000)
     parser.add_argument("--pending", type=int, default=50_000, help="records the sequencer is timed on")
     parser.add_argument("--bodies", type=int, default=1000, help="distinct POST /v1/records bodies")
-    parser.set_defaults(database_url="postgres://postgres@127.0.0.1:5432/h_growth", repeats=3)
+    parser.set_defaults(database_url="postgres://postgres@127.0.0.1:5432/h_growth", repeats=3, worker_class="whole")
     args = parser.parse_args()
     seed(args) if args.command == "seed" else measure(args)
 
