@@ -780,6 +780,8 @@ def size_table() -> None:
         indexes = cursor.fetchall()
         cursor.execute("SELECT count(*) FILTER (WHERE octet_length(signature) > 2000) FROM provenance_record")
         out_of_line = cursor.fetchone()[0]
+        cursor.execute("SELECT count(*), pg_total_relation_size('audit_auditevent') FROM audit_auditevent")
+        events, events_size = cursor.fetchone()
         cursor.execute("SELECT pg_database_size(current_database())")
         database = cursor.fetchone()[0]
     print(f"\nSizes: {records:,} records, {values:,} distinct fingerprint values; database {database / 1e9:.2f} GB\n")
@@ -790,6 +792,9 @@ def size_table() -> None:
         print(f"| {name}: table, TOAST and indexes | {total / 1e6:,.1f} | {total / records:,.1f} |")
     for name, table, size in indexes:
         print(f"| index {name} ({table}) | {size / 1e6:,.1f} | {size / records:,.1f} |")
+    if events:
+        print(f"\nAudit events (one a verification of a record, one a record made): {events:,}, "
+              f"{events_size / events:,.0f} bytes each with their indexes.")
     toast = next(toast for name, _, _, toast in tables if name == "provenance_record")
     if out_of_line:
         print(f"\nRecords with a real-size signature (out of line): {out_of_line:,}; provenance_record's TOAST "
