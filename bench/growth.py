@@ -685,6 +685,10 @@ def routes_table(env: dict[str, str], args: argparse.Namespace, parts: set[str])
             print(f"| {label} | {good}/{len(sample)} | {median['requests_per_second']:.0f} | {median['p50_ms']:.1f} "
                   f"| {median['p99_ms']:.1f} | {sum(r['non_2xx'] + r['socket_errors'] for r in runs)} "
                   f"| {every} | {web_ms:.2f} + {database_ms:.2f} |", flush=True)
+            if label.startswith("POST /v1/verify with a token"):  # the service time, without queueing
+                alone = serve.wrk(url, lua=lua, duration=args.duration, connections=1)
+                print(f"| the same, 1 connection | - | {alone['requests_per_second']:.0f} | {alone['p50_ms']:.1f} "
+                      f"| {alone['p99_ms']:.1f} | {alone['non_2xx'] + alone['socket_errors']} | - | - |", flush=True)
     print(f"\nLoad average after: {os.getloadavg()[0]:.1f}")
 
 
