@@ -31,12 +31,13 @@ NO_WATERMARK = "none"
 
 class Record(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="records")
+    # Indexed by record_org_newest below (organization first), which also serves the foreign key.
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="records", db_index=False)
     # Indexed by record_generator_newest below (generator first), which also serves the foreign key.
     generator = models.ForeignKey(Generator, on_delete=models.CASCADE, related_name="records", db_index=False)
     key = models.ForeignKey(GeneratorKey, on_delete=models.CASCADE, related_name="records")
     model = models.CharField(max_length=200)
-    watermark_id = models.CharField(max_length=128, db_index=True)
+    watermark_id = models.CharField(max_length=128)  # indexed by record_watermark_id (Meta)
     content_hash = models.CharField(max_length=73)  # "sha3-256:" + 64 hex; indexed with signed_at (Meta)
     # The near-match fingerprint: 16 hex digits (`phash`, as the API shows it) and what kind of
     # fingerprint they are. Lookups compare only values of the same kind.
@@ -77,6 +78,10 @@ class Record(models.Model):
             models.Index(fields=["generator", "org", "-signed_at"], name="record_generator_newest"),
             models.Index(fields=["org", "model", "-signed_at"], name="record_org_model_newest"),
             models.Index(fields=["org", "format", "-signed_at"], name="record_org_format_newest"),
+            # Verification's watermark lookup: equality only. A plain index: db_index=True also built a
+            # varchar_pattern_ops copy for LIKE, which no query makes and every insert paid for (a random
+            # page of a second large index; docs/performance.md, "Growth to 10^7 records").
+            models.Index(fields=["watermark_id"], name="record_watermark_id"),
             # Verification's exact-hash lookup: the earliest record of a content hash, one index row however
             # many records share it. Also every equality lookup on content_hash (the admin's search).
             models.Index(fields=["content_hash", "signed_at", "id"], name="record_content_hash_earliest"),
