@@ -113,7 +113,8 @@ class SignBatchView(APIView):
 
     @extend_schema(
         request=_batch_request(),
-        responses={202: ACCEPTED}, parameters=[provenance_api.IDEMPOTENCY_KEY], tags=["signing"])
+        responses={202: ACCEPTED, 404: provenance_api.GENERATOR_NOT_FOUND}, parameters=[provenance_api.IDEMPOTENCY_KEY],
+        tags=["signing"])
     @idempotent
     def post(self, request):
         fields = validated(SignInput, request)

@@ -7,7 +7,6 @@ counted one by one as each item is stored; an item that finds the allowance used
 """
 
 import functools
-import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,8 +24,6 @@ from jobs import storage
 from jobs.models import Job, JobItem
 from provenance.c2pa_embed import record_c2pa_embed_admit
 from provenance.signing import signing_admit
-
-logger = logging.getLogger(__name__)
 
 MAX_BATCH_FILES = 50  # POST /v1/sign/batch: up to 50 `content` files
 OUTPUT_LIFETIME = timedelta(hours=24)  # a finished job's signed files can be downloaded for 24 hours
@@ -95,7 +92,8 @@ def _job_create(*, org: Organization, kind: str, params: dict, uploads: Sequence
 
 def job_enqueue(job_id: uuid.UUID) -> None:
     """Hand the job to a worker through the broker."""
-    from jobs.tasks import job_run_task  # the task module imports the runner, which imports this one
+    # Here, not at the top: jobs.tasks imports this module, and Celery is loaded only by a process that enqueues.
+    from jobs.tasks import job_run_task
 
     job_run_task.apply_async(args=[str(job_id)], queue=settings.JOBS_QUEUE)
 

@@ -38,7 +38,7 @@ def _postgres_only(django_db_setup, django_db_blocker):
 @pytest.fixture(scope="module")
 def queue():
     """The test process enqueues where this module's worker listens (its own queue, its own Redis db)."""
-    from config.celery import app
+    from jobs.celery_app import app
 
     saved = app.conf.broker_url
     app.conf.broker_url = broker_url()
