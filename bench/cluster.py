@@ -143,6 +143,9 @@ def _unix_socket_open(path: str) -> bool:
 def process_specs(env: dict[str, str], *, app_ports: list[int], app_workers: int, folder: Path) -> list[ProcessSpec]:
     """Every process of the cluster but nginx and the data stores, in start order."""
     signer_env, web_env = signer_envs(env, str(folder / "signer.sock"))
+    # A job whose worker is killed goes back to the queue once Redis's visibility timeout has passed: seconds
+    # here, where jobs take a second, rather than production's half hour for long videos.
+    web_env = {**web_env, "JOBS_VISIBILITY_TIMEOUT": "5"}
     manage = [sys.executable, "manage.py"]
     specs = [ProcessSpec("signer", [*manage, "signer"], signer_env, socket_path=signer_env["SIGNER_SOCKET"])]
     specs += [ProcessSpec(f"app-{number}", [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c",
