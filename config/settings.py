@@ -317,6 +317,9 @@ else:
                                        "unacked_restore_throttle": 1}
 # The cleanup: signed files 24 hours after their job finished, inputs of abandoned uploads, jobs stuck queued.
 JOBS_CLEANUP_INTERVAL = env_int("JOBS_CLEANUP_INTERVAL", 900)
+# A job still queued this long (its message lost with a broker that was down or lost its data) is handed to
+# the broker again by the cleanup.
+JOBS_STALLED_AFTER = env_int("JOBS_STALLED_AFTER", 600)
 CELERY_BEAT_SCHEDULE = {"jobs-cleanup": {"task": "jobs.tasks.jobs_cleanup", "schedule": JOBS_CLEANUP_INTERVAL}}
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -6,7 +6,6 @@ counted one by one as each item is stored; an item that finds the allowance used
 `signature_limit_reached` (docs/decisions.md, "Jobs on Celery").
 """
 
-import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ MAX_BATCH_FILES = 50  # POST /v1/sign/batch: up to 50 `content` files
 OUTPUT_LIFETIME = timedelta(hours=24)  # a finished job's signed files can be downloaded for 24 hours
 ROW_LIFETIME = timedelta(days=30)  # then its rows (ids, tokens, errors) stay readable until this
 ORPHAN_AGE = timedelta(hours=1)  # a folder without a job row: an upload whose request failed
-STALLED_AFTER = timedelta(minutes=10)  # a job still queued this long is handed to the broker again
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,10 @@ def _job_create(*, org: Organization, kind: str, params: dict, uploads: Sequence
             JobItem.objects.bulk_create([JobItem(job=job, position=position) for position in range(len(uploads))])
             # After commit, so that no worker looks for a job not yet visible; `robust`: a broker that does
             # not answer leaves the job queued for the cleanup's next pass, not a 500 for an accepted job.
-            transaction.on_commit(functools.partial(job_enqueue, job.pk), robust=True)
+            # A named callable: Django's robust on_commit logs a failure by the callable's __qualname__, which a
+            # functools.partial lacks (the log call itself raised, a 500 for an accepted job).
+            job_id = job.pk
+            transaction.on_commit(lambda: job_enqueue(job_id), robust=True)
     except BaseException:
         storage.job_files_delete(job.pk)
         raise
@@ -102,7 +103,7 @@ def jobs_requeue_stalled() -> int:
     """Hand again to the broker the jobs queued for longer than they should be (their message was lost
     with a broker that did not answer, or with a broker's data). A job handed out twice is run once: the
     second run finds its items done."""
-    horizon = timezone.now() - STALLED_AFTER
+    horizon = timezone.now() - timedelta(seconds=settings.JOBS_STALLED_AFTER)
     stalled = list(Job.objects.filter(status=Job.Status.QUEUED, created_at__lt=horizon).values_list("pk", flat=True))
     for job_id in stalled:
         job_enqueue(job_id)

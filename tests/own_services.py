@@ -94,13 +94,16 @@ class OwnPostgres:
 
 
 class OwnRedis:
-    """redis-server with no persistence: a restart starts empty, the worst case for what it held."""
+    """redis-server with no persistence: a restart starts empty, the worst case for what it held. With
+    `persistent`, an append-only file written on every command, as compose.yaml's Redis keeps one: a restart
+    keeps what was acknowledged (a job broker's queued messages among it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, persistent: bool = False) -> None:
         if shutil.which("redis-server") is None:
             raise RuntimeError("redis-server is not installed")
         self.folder = Path(tempfile.mkdtemp(prefix="own-redis-"))
         self.port = free_port()
+        self.persistent = persistent
         self.process: subprocess.Popen | None = None
 
     def url(self, db: int = 0) -> str:
@@ -108,7 +111,8 @@ class OwnRedis:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             *(["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]),
              "--dir", str(self.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port, process=self.process)
 

@@ -7,6 +7,7 @@ process's memory, where no other process can read it.
 """
 
 import io
+from datetime import timedelta
 
 import pytest
 import redis
@@ -149,7 +150,8 @@ def test_a_job_whose_message_was_lost_is_handed_out_again_by_the_cleanup(worker,
     job_id = _accept(client, growth_generator, GOOD)
     redis.Redis.from_url(broker_url()).delete(lost)
     settings.JOBS_QUEUE = worker.queue
-    Job.objects.filter(pk=job_id).update(created_at=Job.objects.get(pk=job_id).created_at - services.STALLED_AFTER)
+    stalled_at = Job.objects.get(pk=job_id).created_at - timedelta(seconds=settings.JOBS_STALLED_AFTER)
+    Job.objects.filter(pk=job_id).update(created_at=stalled_at)
     assert services.jobs_requeue_stalled() == 1
     body, _ = _poll_until_finished(client, job_id, worker)
     assert body["status"] == "succeeded"
