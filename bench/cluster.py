@@ -32,6 +32,7 @@ Exit status 1 when a fault's outcome is not OK.
 import argparse
 import collections
 import contextlib
+import ctypes
 import http.client
 import json
 import os
@@ -94,7 +95,7 @@ class Processes:
                 Path(spec.socket_path).unlink()  # a killed signer leaves its socket file behind
         with log.open("a") as out:
             process = subprocess.Popen(spec.argv, cwd=ROOT, env=spec.env, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+                                       start_new_session=True, preexec_fn=_die_with_parent)
         self.running[spec.name] = Running(spec, process, log)
         if spec.port:
             wait_for_port(spec.port, process=process)
@@ -127,6 +128,20 @@ class Processes:
     def pids(self, prefix: str) -> list[int]:
         return [pid for name, running in self.running.items() if name.startswith(prefix)
                 for pid in process_tree(running.process.pid)]
+
+
+_LIBC = ctypes.CDLL("libc.so.6", use_errno=True)  # loaded here: a forked child of a threaded parent only calls it
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the bench dies, even by SIGKILL, so no cluster outlives it
+    (its processes are in sessions of their own, out of reach of a signal to the bench's group)."""
+    _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _stop_on_sigterm(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up short
+    raise SystemExit(f"stopped by signal {signum}")  # unwinds the cluster's context: everything is stopped
 
 
 def _unix_socket_open(path: str) -> bool:
@@ -496,12 +511,17 @@ class Cluster:
     def __exit__(self, *exc_info) -> None:
         from django.db import connections
 
-        if self.nginx is not None:
-            self.nginx.terminate()
-            self.nginx.wait(timeout=30)
-        self.processes.stop_all()
-        connections.close_all()
-        self.redis.close()
+        # Each step whatever the one before did: a cluster is never left half running.
+        with contextlib.suppress(Exception):
+            if self.nginx is not None:
+                self.nginx.terminate()
+                self.nginx.wait(timeout=30)
+        with contextlib.suppress(Exception):
+            self.processes.stop_all()
+        with contextlib.suppress(Exception):
+            connections.close_all()
+        with contextlib.suppress(Exception):
+            self.redis.close()
         with contextlib.suppress(OSError):  # kept with the processes' logs in the cluster's folder
             shutil.copy(self.pg.folder / "server.log", self.folder / "postgresql.log")
         self.pg.close()
@@ -620,6 +640,7 @@ def main() -> None:
             setattr(args, name, value)
     if NGINX is None:
         raise SystemExit("nginx is not installed")
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)  # `timeout`, a CI runner's stop: clean up, then exit
     outcomes = run(args)
     print("\n| fault | answers | outcome |\n|---|---|---|")
     for outcome in outcomes:
