@@ -136,7 +136,7 @@ class JobItemContentView(APIView):
         OpenApiTypes.BINARY, description="The signed file, in its own media type")}, tags=["jobs"])
     def get(self, request, job_id, position):
         download = selectors.job_item_download(org=request.org, job_id=job_id, position=position)
-        response = FileResponse(open(download.path, "rb"), content_type=download.item.media_type)  # noqa: SIM115
+        response = FileResponse(download.file, content_type=download.item.media_type)
         response["X-Service-Token"] = download.item.token
         response["X-Service-Record-Id"] = str(download.item.record_id)
         if download.item.family:

@@ -2,7 +2,7 @@
 
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
+from typing import BinaryIO
 
 from accounts.models import Organization
 from core.errors import NotFound
@@ -32,7 +32,7 @@ def item_has_download(job: Job, item: JobItem) -> bool:
 
 @dataclass(frozen=True)
 class Download:
-    path: Path
+    file: BinaryIO  # open: the caller's response closes it
     item: JobItem
 
 
@@ -40,7 +40,10 @@ def job_item_download(*, org: Organization, job_id: uuid.UUID, position: int) ->
     """An item's signed file, while it is kept (24 hours after the job finished). Raises NotFound otherwise."""
     job = job_get(org=org, job_id=job_id)
     item = next((item for item in job.items.all() if item.position == position), None)
-    path = storage.output_path(job.pk, position)
-    if item is None or not item_has_download(job, item) or not path.is_file():
-        raise NotFound("No signed file here: the item did not succeed, or its file expired.")
-    return Download(path, item)
+    missing = NotFound("No signed file here: the item did not succeed, or its file expired.")
+    if item is None or not item_has_download(job, item):
+        raise missing
+    try:  # opened here, not checked first: the cleanup may delete it between a check and the open
+        return Download(storage.output_path(job.pk, position).open("rb"), item)
+    except FileNotFoundError:
+        raise missing from None

@@ -121,8 +121,8 @@ def jobs_purge_expired() -> int:
     Job.objects.filter(pk__in=expired).update(files_deleted_at=now)
     _, deleted_by_model = Job.objects.filter(finished_at__lt=now - ROW_LIFETIME).delete()
     deleted = deleted_by_model.get(Job._meta.label, 0)
-    orphans = [job_id for job_id in storage.job_folders(ORPHAN_AGE.total_seconds())
-               if not Job.objects.filter(pk=job_id).exists()]
+    candidates = set(storage.job_folders(ORPHAN_AGE.total_seconds()))
+    orphans = candidates - set(Job.objects.filter(pk__in=candidates).values_list("pk", flat=True))
     for job_id in orphans:
         storage.job_files_delete(job_id)
     return len(expired) + len(orphans) + deleted

@@ -114,6 +114,16 @@ def test_the_signed_file_downloads_with_its_headers_for_its_organization_only(
     assert key_client(other_org).get(f"/{path}").status_code == 404
 
 
+def test_a_signed_file_gone_from_storage_is_not_found_not_an_error(key_client, growth_org, growth_generator,
+                                                                    job_storage, django_capture_on_commit_callbacks):
+    client = key_client(growth_org)
+    job_id = _accept(client, growth_generator, GOOD)
+    _run(job_id, django_capture_on_commit_callbacks)
+    storage.output_path(job_id, 0).unlink()  # as a cleanup running at that moment leaves it
+    response = client.get(f"/v1/jobs/{job_id}/items/0/content")
+    assert response.status_code == 404 and response.json()["error"] == "not_found"
+
+
 def test_the_quota_used_up_after_acceptance_fails_the_item(key_client, org, generator,
                                                            django_capture_on_commit_callbacks):
     factories.set_usage(org, 499)
