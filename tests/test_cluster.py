@@ -30,6 +30,7 @@ def _run_short() -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
+@pytest.mark.timeout(1200)  # beyond the run's own 900 + 120 s guard, which stops the cluster cleanly
 def test_every_fault_of_the_short_cluster_run_is_ok():
     run = _run_short()
     outcomes = dict(re.findall(r"^### (.+): (OK|FAILED)$", run.stdout, re.MULTILINE))
