@@ -43,7 +43,7 @@ class VerifyView(PublicVerificationView):
         fields = validated(s.VerifyInput, request)
         result = content_verify(data=uploaded_bytes(request, "content"), token=fields.get("token") or None,
                                 charge=verification_charge(request))
-        return Response(s.VerificationOutput(result).data)
+        return Response(s.verification_body(result))
 
 
 class VerifyBatchView(PublicVerificationView):
@@ -55,7 +55,7 @@ class VerifyBatchView(PublicVerificationView):
         items = validated(s.VerifyBatchInput, request)["items"]
         results = contents_verify(items=[(item["content"], item.get("token") or None) for item in items],
                                   charge=verification_charge(request))
-        return Response(s.VerificationOutput(results, many=True).data)
+        return Response([s.verification_body(result) for result in results])
 
 
 class SoftBindingView(PublicVerificationView):
