@@ -25,11 +25,11 @@ _BAND_RADIUS = PHASH_MAX_DISTANCE // BANDS
 # each band is an index-only scan of (kind, band) INCLUDE (value) keeping the values within the
 # distance, so a crowd of records sharing a value costs one row, not one per record. Each candidate
 # value's newest record comes from the exact index (a value whose records are gone has none and drops
-# out); the nearest value wins, the newest record on ties. The candidates are weighed before any record is
-# looked up: the nearest distance that some value's records still hold is found by existence probes in
-# distance order (usually one), and only the values at that distance are probed for their newest record,
-# not every candidate (near a crowded value there are hundreds). There is no candidate cap: every value
-# that shares a band within one bit is weighed (a cap over unordered rows once dropped real matches).
+# out); the nearest value wins, the newest record on ties. The candidates are walked in distance order
+# until one value still has a record (usually the first; OFFSET 0 keeps the planner from probing them all
+# before sorting), and only the values at that distance are probed for their newest record, not every
+# candidate (near a crowded value there are hundreds). There is no candidate cap: every value that shares
+# a band within one bit is weighed (a cap over unordered rows once dropped real matches).
 # Only constants are formatted into the SQL (table names, band numbers); values are parameters.
 _RECORDS = Record._meta.db_table
 _MORE = RecordFingerprint._meta.db_table
@@ -42,15 +42,13 @@ _NEWEST_WITH = (f"(SELECT id, signed_at FROM ((SELECT id, signed_at FROM {_RECOR
                 f"WHERE fingerprint_kind = %(kind)s AND phash_value = {{value}} ORDER BY signed_at DESC LIMIT 1) "
                 f"UNION ALL (SELECT record_id, signed_at FROM {_MORE} WHERE kind = %(kind)s AND value = {{value}} "
                 f"ORDER BY signed_at DESC LIMIT 1)) AS holders ORDER BY signed_at DESC LIMIT 1)")
-_HAS_HOLDER = (f"(EXISTS (SELECT 1 FROM {_RECORDS} WHERE fingerprint_kind = %(kind)s AND phash_value = {{value}}) "  # noqa: S608
-               f"OR EXISTS (SELECT 1 FROM {_MORE} WHERE kind = %(kind)s AND value = {{value}}))")
 _NEAREST_SQL = f"""(SELECT id, 0 AS distance FROM {_NEWEST_WITH.format(value="(%(value)s)::bigint")} AS exact)
 UNION ALL
 (WITH candidates AS MATERIALIZED (
      SELECT DISTINCT value, distance FROM ({" UNION ALL ".join(_BAND_SQL.format(band=band) for band in range(BANDS))})
      AS near),
- nearest AS (SELECT distance FROM candidates WHERE {_HAS_HOLDER.format(value="candidates.value")}
-             ORDER BY distance LIMIT 1)
+ nearest AS (SELECT ordered.distance FROM (SELECT value, distance FROM candidates ORDER BY distance OFFSET 0) AS ordered
+             CROSS JOIN LATERAL {_NEWEST_WITH.format(value="ordered.value")} AS holder LIMIT 1)
  SELECT winner.id, candidates.distance FROM candidates JOIN nearest USING (distance)
  CROSS JOIN LATERAL {_NEWEST_WITH.format(value="candidates.value")} AS winner
  ORDER BY winner.signed_at DESC LIMIT 1)
