@@ -59,6 +59,12 @@ def parts(progress: Progress | None, weights: Sequence[float]) -> list[Progress 
     return spans
 
 
+def finish(progress: Progress | None) -> None:
+    """Report the end of a part whose work may not say it (a codec that reports nothing)."""
+    if progress is not None:
+        progress(1.0)
+
+
 def counted(items: Iterable[T], total: int, progress: Progress | None) -> Iterator[T]:
     """`items` as they come, reporting how many of `total` were taken (1.0 once they are all taken)."""
     if progress is None:

@@ -32,7 +32,7 @@ from generators.selectors import current_key
 from media_codecs import CodecError, Media, detect
 from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, upstream_from_store
 from media_codecs.c2pa.manifest import COSE_ALG_ES256, COSE_ALG_ML_DSA_65, HYBRID, CoseKey, ManifestSigner
-from media_codecs.progress import Progress, parts
+from media_codecs.progress import Progress, finish, parts
 from provenance.codec_errors import codec_errors
 from provenance.models import NO_WATERMARK, Record
 from provenance.selectors import record_for_embed, record_token
@@ -81,8 +81,7 @@ def record_c2pa_embed(*, org: Organization, record_id: uuid.UUID, data: bytes,
     generator = record.generator
     checking, embedding = parts(progress, [1, 2])  # the hash check reads the file once, the embed twice
     media = _signed_asset(data, record.content_hash)
-    if checking is not None:
-        checking(1.0)
+    finish(checking)
     key = current_key(generator_id=generator.pk)
     if key is None:  # a live generator always has a current key; a race with revocation lands here
         raise NotFound("This record's generator has no signing key.")

@@ -14,7 +14,7 @@ from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from media_codecs import Codec, CodecError, Media, MediaTooLarge, detect
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
-from media_codecs.progress import Progress, parts
+from media_codecs.progress import Progress, finish, parts
 from provenance.c2pa_embed import ManifestSubject, RecordStamp, manifest_embed
 from provenance.codec_errors import codec_errors
 from provenance.models import NO_WATERMARK, Record
@@ -110,9 +110,9 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
         signed = codec.open(codec.embed_token(media, token))
         del media  # a marked copy of a 50 MB file is not kept beside the signed one and its stripped copy
         content_hash = content_hash_of_media(signed)
-        if hashing is not None:
-            hashing(1.0)
+        finish(hashing)
         fingerprints = codec.fingerprints(signed, fingerprinting)
+        finish(fingerprinting)
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)
     signature = signature_of(key=key, org_id=str(org.pk), purpose="record", algorithm=crypto.ALGORITHM,
@@ -121,6 +121,7 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
     if c2pa and codec.c2pa_carrier is not None:
         subject = ManifestSubject(record_id, model, key.generator_id, watermark_id, signed_at)
         output = manifest_embed(signed, subject=subject, key=key, parent=upstream, stamp=stamp, progress=embedding)
+        finish(embedding)
     draft = RecordDraft(
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
         phash=fingerprints[0] if fingerprints else None,

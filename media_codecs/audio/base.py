@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from media_codecs.base import Codec, Media, Work, file_units
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
-from media_codecs.progress import Progress, counted, part, parts
+from media_codecs.progress import Progress, counted, finish, part, parts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,8 +178,7 @@ class AudioCodec(Codec):
                                   info.sample_rate, mark_id)
         except watermark.WatermarkError as error:
             raise UnsupportedFormat(f"this audio cannot carry the watermark: {error}") from None
-        if planning is not None:
-            planning(1.0)
+        finish(planning)
         return self.encode_blocks(media, mark.add_to(counted(self.decode_blocks(media), blocks, marking)))
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
