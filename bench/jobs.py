@@ -5,7 +5,8 @@ config worker`, solo pool) on Redis (a folder broker without one) and a PostgreS
 then POSTs the video to /v1/sign with `Prefer: respond-async` through Django's test client in this process
 (no network: the upload's parsing and storing are in the figure, its transfer is not) and polls
 GET /v1/jobs/<id> every `--poll` seconds. Prints the answer's time (target: under 200 ms), each change of
-status and progress with its time, the job's total time, and the worker's CPU over the job.
+status and progress with its time, how many distinct progress values a client saw and when progress first
+passed 0, the job's total time, and the worker's CPU over the job.
 
     .venv/bin/python bench/jobs.py [--seconds 60] [--poll 0.5]
         [--database-url postgres://postgres@127.0.0.1:5432/bench_jobs] [--redis-url redis://127.0.0.1:6379/10]
@@ -135,6 +136,7 @@ def measure(args: argparse.Namespace, video: Path, folder: Path, worker: subproc
     item = body["items"][0]
     print(f"job {body['status']} after {seen[-1][0]:.1f} s; the worker spent {worker_cpu:.1f} s of CPU; "
           f"item: {item['status']} {item['error'] or ''}")
+    print(progress_summary(seen))
     durations.clear()
     cpu_started = time.process_time()
     signed = client.post("/v1/sign", {"content": io.BytesIO(data), "model": "bench", "generator_id": str(generator.pk)},
@@ -142,6 +144,16 @@ def measure(args: argparse.Namespace, video: Path, folder: Path, worker: subproc
     cpu = time.process_time() - cpu_started - encoding_cpu
     print(f"the same file without Prefer: {signed.status_code} in {durations[-1]:.0f} ms (access log, wall), "
           f"{cpu * 1000:.0f} ms of CPU")
+
+
+def progress_summary(seen: list) -> str:
+    """The progress values a polling client saw: how many distinct, whether they only grew, the first above 0."""
+    values = [progress for _, _, progress in seen]
+    moving = [(at, progress) for at, status, progress in seen if status == "running" and 0 < progress < 1]
+    first = next(((at, progress) for at, _, progress in seen if progress > 0), None)
+    first_text = f"{first[1]} at {first[0]:.1f} s" if first else "never"
+    return (f"progress: {len(set(values))} distinct values ({len(moving)} strictly between 0 and 1 while running), "
+            f"{'never decreasing' if values == sorted(values) else 'DECREASED'}; first above 0: {first_text}")
 
 
 def _sign_async(client, generator, data: bytes):

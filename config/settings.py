@@ -320,6 +320,9 @@ JOBS_CLEANUP_INTERVAL = env_int("JOBS_CLEANUP_INTERVAL", 900)
 # A job still queued this long (its message lost with a broker that was down or lost its data) is handed to
 # the broker again by the cleanup.
 JOBS_STALLED_AFTER = env_int("JOBS_STALLED_AFTER", 600)
+# How often, at most, a worker stores how far a running item's file is (GET /v1/jobs/:id's progress): a
+# write a second at most per worker, and none for a file done sooner.
+JOBS_PROGRESS_INTERVAL = env_float("JOBS_PROGRESS_INTERVAL", 1.0)
 CELERY_BEAT_SCHEDULE = {"jobs-cleanup": {"task": "jobs.tasks.jobs_cleanup", "schedule": JOBS_CLEANUP_INTERVAL}}
 
 AUTH_PASSWORD_VALIDATORS = [

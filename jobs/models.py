@@ -63,6 +63,9 @@ class JobItem(models.Model):
     family = models.CharField(max_length=10, blank=True, default="")
     error = models.JSONField(null=True, blank=True)  # the error envelope's {error, message, details?}
     finished_at = models.DateTimeField(null=True, blank=True)
+    # How far the work on the file is while the item is queued (0 to RUNNING_MAX), stored by the worker at
+    # most every JOBS_PROGRESS_INTERVAL and never lowered (jobs/runner.py); a done item counts as 1.
+    progress = models.FloatField(default=0.0)
 
     class Meta:
         ordering = ["position"]
@@ -71,6 +74,14 @@ class JobItem(models.Model):
     def __str__(self) -> str:
         return f"item {self.position} of job {self.job_id} ({self.status})"
 
+    # The most a running item's progress says: its job reads 1 only when every item is done.
+    RUNNING_MAX = 0.99
+
     @property
     def is_done(self) -> bool:
         return self.status != self.Status.QUEUED
+
+    @property
+    def done_share(self) -> float:
+        """1 once done, else the share of its work the worker last stored."""
+        return 1.0 if self.is_done else min(self.progress, self.RUNNING_MAX)

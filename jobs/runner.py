@@ -7,19 +7,27 @@ and the broker hands the job to another worker (acks_late); a second run of an i
 finished meanwhile finds it done under the lock and discards its own work. The signed file is written
 under a staging name and takes its final name in that transaction, so the file kept is always the one
 whose record the item names.
+
+While an item's file is worked on, the work reports how far it is (media_codecs/progress.py) and
+`ItemProgress` stores it on the item row, at most every JOBS_PROGRESS_INTERVAL and only upward, with an
+UPDATE that touches a queued item only: a report that comes after the item was marked done changes
+nothing. A rerun of an item (its worker killed) keeps the share the first run stored until it passes it.
 """
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from core.errors import ApiError
 from jobs import storage
 from jobs.models import Job, JobItem
+from media_codecs.progress import STEP
 from provenance.c2pa_embed import record_c2pa_embed
 from provenance.selectors import record_token
 from provenance.services import RecordDraft, record_create
@@ -62,7 +70,7 @@ def _item_run(job: Job, item: JobItem) -> None:
         _item_finish(item, error=INPUT_GONE)
         return
     try:
-        output = _work(job, data)
+        output = _work(job, data, ItemProgress(item))
     except ApiError as error:
         _item_finish(item, error=error.body())
         return
@@ -78,15 +86,39 @@ def _item_run(job: Job, item: JobItem) -> None:
         storage.staged_discard(staged)  # gone already when it took its final name
 
 
-def _work(job: Job, data: bytes) -> ItemOutput:
+class ItemProgress:
+    """The progress callback of one item's work: stores the fraction reported on the item row when at least
+    JOBS_PROGRESS_INTERVAL passed since the item started or was last stored and it moved up by STEP; capped
+    at JobItem.RUNNING_MAX (1 is for done items). Bounded: one write a second at most, none for a file done
+    within the interval, a hundred at most however long it runs."""
+
+    def __init__(self, item: JobItem):
+        self.item_pk = item.pk
+        self.stored = item.progress  # what a first run stored: a rerun writes only above it
+        self.interval = settings.JOBS_PROGRESS_INTERVAL
+        self.next_at = time.monotonic() + self.interval
+
+    def __call__(self, fraction: float) -> None:
+        fraction = min(fraction, JobItem.RUNNING_MAX)
+        now = time.monotonic()
+        if now < self.next_at or fraction < self.stored + STEP:
+            return
+        # A conditional UPDATE, no lock: done (or a concurrent run's higher share) wins over this report.
+        JobItem.objects.filter(pk=self.item_pk, status=JobItem.Status.QUEUED,
+                               progress__lt=fraction).update(progress=fraction)
+        self.stored, self.next_at = fraction, now + self.interval
+
+
+def _work(job: Job, data: bytes, progress: ItemProgress) -> ItemOutput:
     """The item's signed file: the synchronous routes' own service functions, run here."""
     params = job.params
     if job.kind == Job.Kind.C2PA_EMBED:
         record_id = uuid.UUID(params["record_id"])
-        embedded = record_c2pa_embed(org=job.org, record_id=record_id, data=data)
+        embedded = record_c2pa_embed(org=job.org, record_id=record_id, data=data, progress=progress)
         return ItemOutput(embedded.data, record_id, record_token(record_id), embedded.mime_type, "")
     prepared = content_sign_prepare(org=job.org, generator_id=params["generator_id"], model=params["model"],
-                                    data=data, declared_family=params.get("format"), c2pa=params.get("c2pa", False))
+                                    data=data, declared_family=params.get("format"), c2pa=params.get("c2pa", False),
+                                    progress=progress)
     draft = prepared.draft
     return ItemOutput(prepared.data, draft.record_id, prepared.token, prepared.codec.mime_type,
                       prepared.codec.family, draft)

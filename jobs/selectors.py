@@ -19,11 +19,13 @@ def job_get(*, org: Organization, job_id: uuid.UUID) -> Job:
 
 
 def job_progress(job: Job) -> float:
-    """The share of the job's items done (succeeded or failed), from 0 to 1."""
+    """The share of the job's work done, from 0 to 1: items done (succeeded or failed) count 1, running items
+    the share of their file's work the worker stored. Never lower than an earlier answer: an item's stored
+    share only grows, and a done item's 1 is above any share (JobItem.RUNNING_MAX)."""
     items = job.items.all()
     if not items:
         return 1.0 if job.is_finished else 0.0
-    return sum(1 for item in items if item.is_done) / len(items)
+    return sum(item.done_share for item in items) / len(items)
 
 
 def item_has_download(job: Job, item: JobItem) -> bool:

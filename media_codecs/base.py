@@ -18,6 +18,7 @@ from media_codecs.errors import CodecError, UnsupportedFormat
 
 if TYPE_CHECKING:
     from media_codecs.c2pa.carriers import Carrier
+    from media_codecs.progress import Progress
 
 T = TypeVar("T")
 
@@ -177,8 +178,11 @@ class Codec(ABC):
         file where a format can spare building that copy (a video's 50 MB)."""
         return [self.strip_token(content)]
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
-        """Return the content re-encoded in the same format with `mark_id` in it (when `can_watermark`)."""
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
+        """Return the content re-encoded in the same format with `mark_id` in it (when `can_watermark`).
+
+        `progress` (media_codecs/progress.py) hears how far the work is, where it takes long enough to say;
+        the bytes returned are the same with it or without."""
         raise UnsupportedFormat(f"{self.format} content carries no watermark")
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
@@ -189,9 +193,10 @@ class Codec(ABC):
         """Return the content's near-match fingerprint (16 hex digits) of `fingerprint_kind`, or None."""
         return None
 
-    def fingerprints(self, content: bytes | Media) -> list[str]:
+    def fingerprints(self, content: bytes | Media, progress: Progress | None = None) -> list[str]:
         """Every fingerprint signing stores for the content, `fingerprint()` first (a video adds its
-        later frames so a trimmed clip is still found); verification looks up `fingerprint()` alone."""
+        later frames so a trimmed clip is still found); verification looks up `fingerprint()` alone.
+        `progress` as for `embed_watermark`."""
         first = self.fingerprint(content)
         return [first] if first is not None else []
 

@@ -32,6 +32,7 @@ from generators.selectors import current_key
 from media_codecs import CodecError, Media, detect
 from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, upstream_from_store
 from media_codecs.c2pa.manifest import COSE_ALG_ES256, COSE_ALG_ML_DSA_65, HYBRID, CoseKey, ManifestSigner
+from media_codecs.progress import Progress, finish, parts
 from provenance.codec_errors import codec_errors
 from provenance.models import NO_WATERMARK, Record
 from provenance.selectors import record_for_embed, record_token
@@ -66,22 +67,27 @@ class RecordStamp:
         self.token: bytes | None = None
 
 
-def record_c2pa_embed(*, org: Organization, record_id: uuid.UUID, data: bytes) -> EmbeddedAsset:
+def record_c2pa_embed(*, org: Organization, record_id: uuid.UUID, data: bytes,
+                      progress: Progress | None = None) -> EmbeddedAsset:
     """`data` (the record's signed file) with a signed manifest store for the record, replacing any.
 
     Checks, in order: plan (402) and owner email (403), the record (404) and its generator's organization
     (403), revoked (403), client-managed (400), format (400), the content hash against the record's (400).
     Consumes no signature of the quota. A manifest the upload carried when it was signed (kept with the
-    record) becomes the `parentOf` ingredient of ours.
+    record) becomes the `parentOf` ingredient of ours. `progress` (media_codecs/progress.py) hears how far
+    the work on the file is (a job's); the route passes none.
     """
     record = record_c2pa_embed_admit(org=org, record_id=record_id)
     generator = record.generator
+    checking, embedding = parts(progress, [1, 2])  # the hash check reads the file once, the embed twice
     media = _signed_asset(data, record.content_hash)
+    finish(checking)
     key = current_key(generator_id=generator.pk)
     if key is None:  # a live generator always has a current key; a race with revocation lands here
         raise NotFound("This record's generator has no signing key.")
     subject = ManifestSubject(record.pk, record.model, generator.pk, record.watermark_id, record.signed_at)
-    embedded = manifest_embed(media, subject=subject, key=key, parent=_parent(record), stamp=RecordStamp(None))
+    embedded = manifest_embed(media, subject=subject, key=key, parent=_parent(record), stamp=RecordStamp(None),
+                              progress=embedding)
     return EmbeddedAsset(embedded, media.codec.mime_type)
 
 
@@ -101,7 +107,7 @@ def record_c2pa_embed_admit(*, org: Organization, record_id: uuid.UUID) -> Recor
 
 
 def manifest_embed(media: Media, *, subject: ManifestSubject, key: GeneratorKey, parent: UpstreamManifest | None,
-                   stamp: RecordStamp) -> bytes:
+                   stamp: RecordStamp, progress: Progress | None = None) -> bytes:
     """The file with a manifest for `subject` signed by `key`'s generator; `stamp.token` gets the record
     signature's token when `stamp.signature` is set and an authority is configured.
 
@@ -117,7 +123,7 @@ def manifest_embed(media: Media, *, subject: ManifestSubject, key: GeneratorKey,
     signer = manifest_signer(key, credentials, stamp)
     try:
         with codec_errors(media.codec):
-            return embed(media.data, facts, signer, parent=parent)
+            return embed(media.data, facts, signer, parent=parent, progress=progress)
     except tsa.TimestampUnavailable as error:
         raise ServiceUnavailable(f"The time-stamp authority did not answer ({error}); nothing was signed. Try "
                                  "again shortly.") from None

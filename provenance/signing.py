@@ -14,6 +14,7 @@ from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from media_codecs import Codec, CodecError, Media, MediaTooLarge, detect
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
+from media_codecs.progress import Progress, finish, parts
 from provenance.c2pa_embed import ManifestSubject, RecordStamp, manifest_embed
 from provenance.codec_errors import codec_errors
 from provenance.models import NO_WATERMARK, Record
@@ -85,9 +86,11 @@ def _signing_key(org: Organization, generator_id: str, c2pa: bool) -> GeneratorK
 
 
 def content_sign_prepare(*, org: Organization, generator_id: str, model: str, data: bytes,
-                         declared_family: str | None, c2pa: bool = False) -> PreparedSigning:
+                         declared_family: str | None, c2pa: bool = False,
+                         progress: Progress | None = None) -> PreparedSigning:
     """Everything `content_sign` does but storing the record: the caller stores `draft` (a job stores it
-    in the transaction that marks its item done). Raises as `content_sign` does."""
+    in the transaction that marks its item done). `progress` (media_codecs/progress.py) hears how far the
+    work on the content is; the synchronous route passes none. Raises as `content_sign` does."""
     key = _signing_key(org, generator_id, c2pa)
     media = _media_for(data, declared_family, key.generator.supported_formats)
     codec = media.codec
@@ -97,14 +100,19 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
     token = record_token(record_id)
     watermark_id = NO_WATERMARK
     with codec_errors(codec):
-        if codec.watermark_possible(media):
+        watermarking = codec.watermark_possible(media)
+        marking, hashing, fingerprinting, embedding = _signing_parts(progress, watermarking, c2pa and
+                                                                     codec.c2pa_carrier is not None)
+        if watermarking:
             mark_id = secrets.randbits(64)
             watermark_id = f"{mark_id:016x}"
-            media = codec.open(codec.embed_watermark(media, mark_id))  # the input's pixels go here
+            media = codec.open(codec.embed_watermark(media, mark_id, marking))  # the input's pixels go here
         signed = codec.open(codec.embed_token(media, token))
         del media  # a marked copy of a 50 MB file is not kept beside the signed one and its stripped copy
         content_hash = content_hash_of_media(signed)
-        fingerprints = codec.fingerprints(signed)
+        finish(hashing)
+        fingerprints = codec.fingerprints(signed, fingerprinting)
+        finish(fingerprinting)
     message = signed_payload_bytes(content_hash=content_hash, generator_id=str(key.generator_id), model=model,
                                    watermark_id=watermark_id)
     signature = signature_of(key=key, org_id=str(org.pk), purpose="record", algorithm=crypto.ALGORITHM,
@@ -112,7 +120,8 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
     signed_at, output, stamp = timezone.now(), signed.data, RecordStamp(signature)
     if c2pa and codec.c2pa_carrier is not None:
         subject = ManifestSubject(record_id, model, key.generator_id, watermark_id, signed_at)
-        output = manifest_embed(signed, subject=subject, key=key, parent=upstream, stamp=stamp)
+        output = manifest_embed(signed, subject=subject, key=key, parent=upstream, stamp=stamp, progress=embedding)
+        finish(embedding)
     draft = RecordDraft(
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
         phash=fingerprints[0] if fingerprints else None,
@@ -120,6 +129,18 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
         record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream,
         signature_timestamp=stamp.token, signed_at=signed_at)
     return PreparedSigning(data=output, draft=draft, token=token, codec=codec, manifest=output is not signed.data)
+
+
+# The parts of a signing's progress, by their rough share of its work: a watermark re-encodes the content,
+# the fingerprints decode some of it (a video's first seconds), a manifest hashes it again; the token and
+# the content hash cost the least.
+SIGNING_WEIGHTS = {"watermark": 6, "token and hash": 1, "fingerprints": 3, "manifest": 2}
+
+
+def _signing_parts(progress: Progress | None, watermarking: bool, manifest: bool) -> list[Progress | None]:
+    """One callback per part (watermark, token and hash, fingerprints, manifest); a part not done weighs 0."""
+    done = {"watermark": watermarking, "manifest": manifest}
+    return parts(progress, [weight if done.get(name, True) else 0 for name, weight in SIGNING_WEIGHTS.items()])
 
 
 def _without_upstream_manifest(media: Media) -> tuple[Media, UpstreamManifest | None]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from media_codecs.base import Codec, Media, Work, file_units
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+from media_codecs.progress import Progress, counted, finish, part, parts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,6 +46,9 @@ BLOCK_FRAMES = 1 << 16
 # Verification reads the mark from at most this much audio, from the middle: the mark repeats every
 # few seconds, and a long file must cost a public request neither minutes nor a gigabyte.
 READ_SECONDS = 30
+# Of a watermark's progress, the first pass (decode, analyse, plan the mark); the second decodes again, adds the
+# mark and encodes, a little more work.
+PLAN_SHARE = 0.45
 TOKEN_DESCRIPTION = "svc_token"  # the name our token goes by in ID3 TXXX frames and Vorbis comments
 
 
@@ -152,9 +156,10 @@ class AudioCodec(Codec):
         return (self.can_watermark and info.seconds >= watermark.MIN_EMBED_SECONDS
                 and info.frames * info.channels <= MAX_MARKED_SAMPLES)
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
         """Plan the mark from one pass over the decoded blocks, then decode again, add the mark and
         re-encode block by block among the file's metadata: memory stays bounded however long the audio.
+        `progress` hears the blocks read: the first pass is PLAN_SHARE of the work, the second the rest.
 
         Raises UnsupportedFormat for audio too short to carry the mark (see `watermark_possible`)
         or a layout the encoder cannot write, CorruptMedia, MediaTooLarge.
@@ -166,11 +171,15 @@ class AudioCodec(Codec):
         if info.frames * info.channels > MAX_DECODED_SAMPLES:
             raise MediaTooLarge(f"{info.frames * info.channels:,} samples is over the decoding limit of "
                                 f"{MAX_DECODED_SAMPLES:,}")
+        blocks = -(-info.frames // BLOCK_FRAMES)
+        planning, marking = parts(progress, [PLAN_SHARE, 1 - PLAN_SHARE])
         try:
-            mark = watermark.plan(self.decode_blocks(media), info.sample_rate, mark_id)
+            mark = watermark.plan(counted(self.decode_blocks(media), blocks, part(planning, 0.0, 0.9)),
+                                  info.sample_rate, mark_id)
         except watermark.WatermarkError as error:
             raise UnsupportedFormat(f"this audio cannot carry the watermark: {error}") from None
-        return self.encode_blocks(media, mark.add_to(self.decode_blocks(media)))
+        finish(planning)
+        return self.encode_blocks(media, mark.add_to(counted(self.decode_blocks(media), blocks, marking)))
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         """The mark id read from at most READ_SECONDS from the middle (decoded once per file), or None."""

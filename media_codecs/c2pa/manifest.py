@@ -28,6 +28,7 @@ import cbor2
 from media_codecs import jumbf
 from media_codecs.c2pa import carriers, ingredients
 from media_codecs.c2pa.carriers import DATA_HASH_LABEL, data_hash_content
+from media_codecs.progress import Progress, steps
 
 if TYPE_CHECKING:
     from media_codecs.c2pa.upstream import UpstreamManifest
@@ -126,7 +127,7 @@ class ManifestSigner:
 
 
 def embed(data: bytes, facts: ManifestFacts, sign: Signer | ManifestSigner,
-          parent: UpstreamManifest | None = None) -> bytes:
+          parent: UpstreamManifest | None = None, progress: Progress | None = None) -> bytes:
     """Return `data` carrying a signed manifest store for `facts`, replacing any store it had.
 
     `sign` is a ManifestSigner, or a bare ML-DSA-65 signer (with `facts.certificate_chain`). With a `parent`
@@ -138,17 +139,24 @@ def embed(data: bytes, facts: ManifestFacts, sign: Signer | ManifestSigner,
 
     The store is planned before it is signed: its size settles with placeholder signatures (only sizes
     matter to the layout), the file is hashed once, then the real store is padded to exactly that size.
+    `progress` (media_codecs/progress.py) hears each step's end: stripped, planned, hashed and signed, joined.
     """
     signer = sign if isinstance(sign, ManifestSigner) else ManifestSigner(_ml_dsa_key(facts, sign))
+    report = steps(progress)
     carrier = carriers.carrier_for(data)
     stripped = carrier.strip(data)
+    report(0.2)
     reserve = signer.time_stamp_reserve if signer.time_stamp else 0
     for _ in range(2):  # a second plan only when the tokens outgrew the reserve
         layout, size = _plan(carrier, stripped, facts, signer, parent, reserve)
+        report(0.4)
         binding = (carrier.binding_label, carrier.binding(layout))
         store, needed = _signed_store(facts, signer, parent, binding, size)
         if store is not None:
-            return layout.join(carrier.wrapped(store))
+            report(0.8)
+            joined = layout.join(carrier.wrapped(store))
+            report(1.0)
+            return joined
         reserve += needed
     raise RuntimeError("the manifest size did not settle")  # cannot happen: the reserve grew by what it lacked
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Codec, Media, Work, file_units
 from media_codecs.errors import MediaTooLarge
 from media_codecs.image import pixels
+from media_codecs.progress import Progress, steps
 
 if TYPE_CHECKING:
     import numpy as np
@@ -94,12 +95,14 @@ class ImageCodec(Codec):
         """Decode the decoder input with Pillow; a format may use another decoder of the same library."""
         return pixels.decode_first_frame(decoder_input, self.pillow_format)
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
-        """Re-encode with `mark_id` in the luminance, keeping the file's metadata byte for byte.
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
+        """Re-encode with `mark_id` in the luminance, keeping the file's metadata byte for byte. `progress`
+        hears each step's end: decoded, marked, encoded.
 
         Callers embed the token afterwards. Raises UnsupportedFormat (modes, animations, too
         small), CorruptMedia, MediaTooLarge.
         """
+        report = steps(progress)
         media = self.media(content)
         width, height = self.canvas_size(media.container)
         if width * height > self.max_sign_pixels:
@@ -107,11 +110,15 @@ class ImageCodec(Codec):
                                 f"for {self.format.upper()}")
         self.check_watermarkable(media)
         image = self.decoded(media)
+        report(0.3)
         options = self.encoder_options(image)
         marked = pixels.watermark_image(image, mark_id)
         del image
         media.forget("pixels")  # the encoder's buffers need the room more than the input does
-        return self.reencode(media, marked, options)
+        report(0.6)
+        encoded = self.reencode(media, marked, options)
+        report(1.0)
+        return encoded
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         """Read the mark id from the luminance. Raises CorruptMedia, MediaTooLarge."""

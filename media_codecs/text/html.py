@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media
+from media_codecs.progress import Progress
 from media_codecs.text import zerowidth
 from media_codecs.text.base import Utf8TextCodec, head_text
 
@@ -180,7 +181,7 @@ class HtmlCodec(Utf8TextCodec):
             return False
         return bool(mark_sites(media.cached("scan", lambda: scan(zerowidth.strip_marks(media.container)))))
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
         """The document with a run in each qualifying body block; runs of ours already there are replaced."""
         media = self.media(content)
         unmarked = zerowidth.strip_marks(media.container)

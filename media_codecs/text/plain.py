@@ -10,6 +10,7 @@ the text exactly as it was submitted: a BOM and CRLF line ends included.
 from __future__ import annotations
 
 from media_codecs.base import SCORE_FALLBACK, SCORE_NONE, Media
+from media_codecs.progress import Progress
 from media_codecs.text import zerowidth
 from media_codecs.text.base import Utf8TextCodec, head_text
 
@@ -28,7 +29,7 @@ class PlainTextCodec(Utf8TextCodec):
         text = self.media(content).container
         return len(text) <= zerowidth.MAX_MARKED_CHARS and bool(zerowidth.sites(text))
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int) -> bytes:
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
         return zerowidth.embed(self.media(content).container, mark_id).encode("utf-8")
 
     def embed_token(self, content: bytes | Media, token: str) -> bytes:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from media_codecs.base import Codec, Media, Work, file_units
+from media_codecs.progress import Progress
 from media_codecs.video.limits import VideoInfo, check_video
 
 
@@ -60,14 +61,15 @@ class VideoCodec(Codec):
 
         return media.cached("fingerprint", lambda: frames.first_frame_phash(media.data, self.demuxer))
 
-    def fingerprints(self, content: bytes | Media) -> list[str]:
+    def fingerprints(self, content: bytes | Media, progress: Progress | None = None) -> list[str]:
         """The stored set: the first frame's pHash first, then frames at fixed offsets and keyframes
         (frames.py), at most frames.MAX_FINGERPRINTS distinct 16-hex-digit values of `fingerprint_kind`.
+        `progress` hears how far the decoding is (frames.py).
 
         Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
         """
         media = self.media(content)
         from media_codecs.video import frames  # PyAV loads on first use: a worker that never decodes video
 
-        values = media.cached("fingerprints", lambda: frames.fingerprint_set(media.data, self.demuxer))
+        values = media.cached("fingerprints", lambda: frames.fingerprint_set(media.data, self.demuxer, progress))
         return list(values)

@@ -30,6 +30,10 @@ set, within the image lookup's distance. Computing a set on the query side as we
 both the decode time and the false matches by the set's size for little gain: the cut clip's first
 frame is exactly what the stored set anticipates. bench/video.py measures recovery and false matches.
 
+**Progress** (`fingerprint_set`'s optional callback, media_codecs/progress.py): the offsets' pass is the
+first OFFSETS_SHARE of the work, measured by the time of the frame decoded against the last offset; the
+keyframes' pass the rest, by the time of the packet read against the stream's duration; 1.0 at the end.
+
 Decoding is bounded: the decoder refuses pictures over limits.MAX_PIXELS (`max_pixels`, whatever the
 bitstream's own headers say), MAX_PACKETS packets are fed before the first frame, MAX_DECODED_FRAMES
 frames in the offsets pass. FFmpeg's errors become CorruptMedia.
@@ -46,6 +50,7 @@ from PIL import Image
 
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image.phash import distinctive_phash_hex
+from media_codecs.progress import Progress, part, steps
 from media_codecs.video.limits import MAX_PIXELS, MAX_SIDE
 
 OFFSETS = (1.0, 2.0, 3.0, 4.0)  # seconds after the first frame
@@ -53,6 +58,7 @@ MAX_FINGERPRINTS = 8
 MAX_PACKETS = 600  # fed to the decoder before it must have put out the first frame
 MAX_DECODED_FRAMES = 600  # 4 s at 120 frames/s, plus room
 _EPSILON = 1e-3  # seconds: a frame stamped 1.9995 s is the frame at 2 s
+OFFSETS_SHARE = 0.7  # of the progress: decoding every frame up to the last offset is most of the work
 _TRANSPOSE = {1: Image.Transpose.ROTATE_90, 2: Image.Transpose.ROTATE_180, 3: Image.Transpose.ROTATE_270}
 
 
@@ -73,21 +79,24 @@ def first_frame_phash(data: bytes, demuxer: str) -> str | None:
     raise CorruptMedia("the video stream holds no frame")
 
 
-def fingerprint_set(data: bytes, demuxer: str) -> list[str]:
-    """The first frame's pHash, then the offsets' and the keyframes' (see the module docstring).
+def fingerprint_set(data: bytes, demuxer: str, progress: Progress | None = None) -> list[str]:
+    """The first frame's pHash, then the offsets' and the keyframes' (see the module docstring); `progress`
+    hears how far the decoding is (module docstring).
 
     Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
     """
     values: list[str] = []
+    report = steps(progress)
     with decoder_errors():
-        last_time = _offset_frames(data, demuxer, values)
+        last_time = _offset_frames(data, demuxer, values, steps(part(report, 0.0, OFFSETS_SHARE)))
         if last_time == float("inf"):
             raise CorruptMedia("the video stream holds no frame")
-        _keyframes_after(data, demuxer, last_time, values)
+        _keyframes_after(data, demuxer, last_time, values, steps(part(report, OFFSETS_SHARE, 1.0)))
+    report(1.0)
     return values
 
 
-def _offset_frames(data: bytes, demuxer: str, values: list[str]) -> float:
+def _offset_frames(data: bytes, demuxer: str, values: list[str], report: Progress) -> float:
     """Add the first frame and the frames at OFFSETS; return the time of the last frame looked at."""
     pending = list(OFFSETS)
     start = last = None
@@ -101,19 +110,23 @@ def _offset_frames(data: bytes, demuxer: str, values: list[str]) -> float:
                 while pending and last - start >= pending[0] - _EPSILON:
                     pending.pop(0)
                 _add(values, _frame_phash(frame))
+            report((last - start) / OFFSETS[-1])
             if not pending or count + 1 >= MAX_DECODED_FRAMES:
                 break
     return float("inf") if last is None else last
 
 
-def _keyframes_after(data: bytes, demuxer: str, after: float, values: list[str]) -> None:
+def _keyframes_after(data: bytes, demuxer: str, after: float, values: list[str], report: Progress) -> None:
     """Add keyframes shown after `after` seconds, decoded alone, until the set is full."""
     if len(values) >= MAX_FINGERPRINTS or after == float("inf"):
         return
     with _opened(data, demuxer) as (container, stream):
         stream.codec_context.skip_frame = "NONKEY"
+        seconds = _seconds(container, stream)
         for packet in container.demux(stream):
             shown = None if packet.pts is None else float(packet.pts * stream.time_base)
+            if shown is not None and seconds:
+                report(shown / seconds)
             if packet.is_keyframe and shown is not None and shown > after + _EPSILON:
                 for frame in stream.codec_context.decode(packet):
                     _add(values, _frame_phash(frame))
@@ -161,6 +174,13 @@ def _frames(container: av.container.InputContainer, stream: av.video.stream.Vide
         if not produced and fed >= MAX_PACKETS:
             raise CorruptMedia(f"no frame decodes from the first {MAX_PACKETS} packets")
     yield from stream.codec_context.decode(None)
+
+
+def _seconds(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> float:
+    """The stream's duration as the container declares it (0 when it declares none): for progress only."""
+    if stream.duration and stream.time_base:
+        return float(stream.duration * stream.time_base)
+    return container.duration / av.time_base if container.duration else 0.0
 
 
 def _time(frame: av.VideoFrame, stream: av.video.stream.VideoStream, index: int) -> float:

@@ -10,12 +10,13 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from billing.models import UsageCounter
-from jobs import services, storage
+from jobs import runner, services, storage
 from jobs.models import Job, JobItem
 from jobs.runner import ItemOutput, _item_finish, job_run
+from jobs.selectors import job_progress
 from media_codecs import get_codec
 from provenance.models import Record
-from tests import factories
+from tests import factories, video
 from tests.media import photo_bytes
 
 pytestmark = pytest.mark.django_db
@@ -201,3 +202,117 @@ def test_an_item_whose_upload_is_gone_fails_and_the_job_still_ends(key_client, g
     body = client.get(f"/v1/jobs/{job_id}").json()
     assert body["status"] == "succeeded" and [item["status"] for item in body["items"]] == ["succeeded", "failed"]
     assert body["items"][1]["error"]["error"] == "internal_error"
+
+
+class Clock:
+    """time.monotonic for jobs.runner, moved by the test: the write interval without waiting."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch, settings):
+    settings.JOBS_PROGRESS_INTERVAL = 1.0
+    moved = Clock()
+    monkeypatch.setattr(runner.time, "monotonic", moved)
+    return moved
+
+
+def _job_of(org, count: int) -> Job:
+    job = Job.objects.create(org=org, kind=Job.Kind.SIGN, status=Job.Status.RUNNING)
+    JobItem.objects.bulk_create([JobItem(job=job, position=position) for position in range(count)])
+    return job
+
+
+def _stored(item: JobItem) -> float:
+    return JobItem.objects.get(pk=item.pk).progress
+
+
+def test_an_items_progress_is_stored_once_an_interval_and_a_step_passed(org, clock, django_assert_num_queries):
+    item = _job_of(org, 1).items.get()
+    progress = runner.ItemProgress(item)
+    with django_assert_num_queries(0):
+        progress(0.5)  # within the first interval: a file done sooner writes nothing
+    clock.now += 1.0
+    progress(0.5)
+    assert _stored(item) == 0.5
+    clock.now += 0.5
+    with django_assert_num_queries(0):
+        progress(0.8)  # within the interval since the last write
+    clock.now += 0.5
+    with django_assert_num_queries(0):
+        progress(0.505)  # under a step above the last write
+    progress(0.6)
+    assert _stored(item) == 0.6
+
+
+def test_thousands_of_reports_write_an_item_at_most_once_an_interval(org, clock, django_assert_max_num_queries):
+    item = _job_of(org, 1).items.get()
+    progress = runner.ItemProgress(item)
+    with django_assert_max_num_queries(10):
+        for report in range(1, 10_001):
+            clock.now += 0.001  # ten seconds of reports, one a millisecond
+            progress(report / 10_000)
+    assert 0.9 <= _stored(item) < 1
+    clock.now += 1
+    progress(1.0)
+    assert _stored(item) == JobItem.RUNNING_MAX  # 1 is for a done item
+
+
+def test_a_report_after_the_item_is_done_changes_nothing(org, clock):
+    item = _job_of(org, 1).items.get()
+    progress = runner.ItemProgress(item)
+    JobItem.objects.filter(pk=item.pk).update(status=JobItem.Status.SUCCEEDED, progress=0.3)
+    clock.now += 5
+    progress(0.9)
+    assert _stored(item) == 0.3
+
+
+def test_a_rerun_of_an_item_keeps_the_share_its_first_run_stored(org, clock):
+    item = _job_of(org, 1).items.get()
+    first = runner.ItemProgress(item)
+    clock.now += 5
+    first(0.7)
+    second = runner.ItemProgress(JobItem.objects.get(pk=item.pk))  # the worker killed, the job run again
+    clock.now += 5
+    second(0.2)
+    assert _stored(item) == 0.7
+    clock.now += 5
+    second(0.75)
+    assert _stored(item) == 0.75
+
+
+def test_job_progress_adds_the_running_items_shares_to_the_done_items(org):
+    job = _job_of(org, 4)
+    first, second, third, _ = job.items.all()
+    JobItem.objects.filter(pk=first.pk).update(status=JobItem.Status.SUCCEEDED, progress=0.4)
+    JobItem.objects.filter(pk=second.pk).update(status=JobItem.Status.FAILED)
+    JobItem.objects.filter(pk=third.pk).update(progress=0.5)
+    assert job_progress(Job.objects.prefetch_related("items").get(pk=job.pk)) == pytest.approx(2.5 / 4)
+    JobItem.objects.filter(pk=third.pk).update(progress=1.0)  # never stored so, but a running item reads under 1
+    assert job_progress(Job.objects.prefetch_related("items").get(pk=job.pk)) == pytest.approx(2.99 / 4)
+
+
+def test_a_running_video_item_reports_through_the_runner(key_client, growth_org, growth_generator, clock,
+                                                         django_capture_on_commit_callbacks, monkeypatch):
+    stored: list[float] = []
+    original = runner.ItemProgress.__call__
+
+    def watched(self, fraction):
+        clock.now += 0.4  # each report comes 0.4 s after the last, as on a slow machine
+        original(self, fraction)
+        stored.append(JobItem.objects.get(pk=self.item_pk).progress)
+
+    monkeypatch.setattr(runner.ItemProgress, "__call__", watched)
+    client = key_client(growth_org)
+    body = {"content": io.BytesIO(video.make_video(seconds=5.0, keyint=25)), "model": "m",
+            "generator_id": str(growth_generator.pk)}
+    response = client.post("/v1/sign", body, format="multipart", HTTP_PREFER="respond-async")
+    _run(response.json()["job_id"], django_capture_on_commit_callbacks)
+    assert stored == sorted(stored) and 0 < max(stored) < 1
+    assert len(set(stored)) <= len(stored) * 0.4 + 2  # an interval of 1 s: every third report or so
+    assert client.get(response["Location"]).json()["progress"] == 1.0
