@@ -1,0 +1,71 @@
+"""Where a job's files wait for the worker and its signed files wait for their download: a directory every
+web process and worker shares (jobs/storage/directory.py, the default) or, when settings.JOB_STORAGE_URL
+names one, an S3-compatible bucket (jobs/storage/s3.py). jobs/ calls the functions below, which ask the
+configured backend; what each does is in jobs/storage/base.py.
+"""
+
+import functools
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from jobs.storage.base import JobStorage, OutputFile, StagedOutput
+from jobs.storage.directory import DirectoryStorage
+
+__all__ = ["JobStorage", "OutputFile", "StagedOutput", "job_storage"]
+
+
+def job_storage() -> JobStorage:
+    """The backend the settings name (read on each call: a test may change them)."""
+    if not settings.JOB_STORAGE_URL:
+        return DirectoryStorage(Path(settings.JOB_STORAGE_DIR))
+    return _s3_storage(settings.JOB_STORAGE_URL, settings.JOB_STORAGE_S3_ENDPOINT_URL, settings.JOB_STORAGE_S3_REGION)
+
+
+@functools.cache
+def _s3_storage(url: str, endpoint_url: str, region: str) -> JobStorage:
+    # Imported here: boto3 costs a process memory, and only processes configured for S3 load it. One client
+    # a process (boto3's clients are thread-safe), made on first use, so never shared across a fork.
+    from jobs.storage.s3 import S3Storage
+
+    return S3Storage.from_url(url, endpoint_url=endpoint_url, region=region)
+
+
+def input_save(job_id: uuid.UUID, position: int, upload: UploadedFile) -> None:
+    job_storage().input_save(job_id, position, upload)
+
+
+def input_read(job_id: uuid.UUID, position: int) -> bytes | None:
+    return job_storage().input_read(job_id, position)
+
+
+def output_stage(job_id: uuid.UUID, position: int, data: bytes) -> StagedOutput:
+    return job_storage().output_stage(job_id, position, data)
+
+
+def output_commit(staged: StagedOutput) -> str:
+    """Make the staged file the item's (called with the item row locked); returns the name to record."""
+    return job_storage().output_commit(staged)
+
+
+def staged_discard(staged: StagedOutput) -> None:
+    job_storage().staged_discard(staged)
+
+
+def output_open(job_id: uuid.UUID, position: int, name: str) -> OutputFile | None:
+    return job_storage().output_open(job_id, position, name)
+
+
+def inputs_delete(job_id: uuid.UUID) -> None:
+    job_storage().inputs_delete(job_id)
+
+
+def job_files_delete(job_id: uuid.UUID) -> None:
+    job_storage().job_files_delete(job_id)
+
+
+def job_ids_older_than(seconds: float) -> Iterator[uuid.UUID]:
+    return job_storage().job_ids_older_than(seconds)
