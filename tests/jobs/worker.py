@@ -33,15 +33,16 @@ def database_url() -> str:
 class Worker:
     """One worker process (solo pool: the job runs in the process a test kills)."""
 
-    def __init__(self, *, queue: str, storage: Path, log: Path):
+    def __init__(self, *, queue: str, storage: Path, log: Path, env: dict[str, str] | None = None):
         self.queue, self.storage, self.log = queue, storage, log
+        self.env = env or {}  # more settings (the S3 storage's)
         self.process: subprocess.Popen | None = None
 
     def start(self) -> Worker:
         env = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": broker_url(),
                "JOBS_QUEUE": self.queue, "JOB_STORAGE_DIR": str(self.storage),
                "JOBS_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT), "DJANGO_SETTINGS_MODULE": "tests.settings",
-               "PYTHONPATH": str(PROJECT), "SIGNER_SOCKET": "", "LOG_FORMAT": "text"}
+               "PYTHONPATH": str(PROJECT), "SIGNER_SOCKET": "", "LOG_FORMAT": "text", **self.env}
         self.log.write_text("")
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
