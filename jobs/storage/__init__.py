@@ -25,7 +25,7 @@ def job_storage() -> JobStorage:
     return _s3_storage(settings.JOB_STORAGE_URL, settings.JOB_STORAGE_S3_ENDPOINT_URL, settings.JOB_STORAGE_S3_REGION)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=8)  # one in a deployment; tests change the settings
 def _s3_storage(url: str, endpoint_url: str, region: str) -> JobStorage:
     # Imported here: boto3 costs a process memory, and only processes configured for S3 load it. One client
     # a process (boto3's clients are thread-safe), made on first use, so never shared across a fork.

@@ -14,47 +14,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
 
 from jobs import storage
 from jobs.storage.s3 import PART_SIZE, S3Storage
-
-
-class RecordingFile:
-    """A file on disk that notes the size of every read asked of it."""
-
-    closed = False
-
-    def __init__(self, path: Path):
-        self.file = path.open("rb")
-        self.reads: list[int] = []
-
-    def read(self, size: int = -1) -> bytes:
-        self.reads.append(size)
-        return self.file.read(size)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self.file.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self.file.tell()
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
-
-
-def _large_file(path: Path, size: int) -> str:
-    digest = hashlib.sha256()
-    with path.open("wb") as out:
-        for start in range(0, size, 1024 * 1024):
-            block = os.urandom(min(1024 * 1024, size - start))
-            digest.update(block)
-            out.write(block)
-    return digest.hexdigest()
+from tests.jobs.large_files import RecordingFile, large_file
 
 
 def test_a_large_upload_is_read_in_parts_never_whole(s3, s3_prefix, tmp_path):
     size = 2 * PART_SIZE + PART_SIZE // 2  # three parts, the last a short one
-    expected = _large_file(tmp_path / "upload", size)
+    expected = large_file(tmp_path / "upload", size)
     recorded = RecordingFile(tmp_path / "upload")
     job_id = uuid.uuid4()
     storage.input_save(job_id, 0, UploadedFile(recorded, name="upload", size=size))
