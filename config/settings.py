@@ -5,6 +5,7 @@ Production differs from development only through environment variables (addendum
 """
 
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -292,6 +293,15 @@ else:
 # processes share (docs/decisions.md, "Jobs on Celery"). CELERY_BROKER_URL names another broker (amqp://
 # for RabbitMQ, sqs://) by configuration only. A job's state lives in its rows, not in a result store.
 JOB_STORAGE_DIR = env_str("JOB_STORAGE_DIR", str(BASE_DIR / "job-files"))  # shared by web and workers
+# Or an S3-compatible bucket for the jobs' files (jobs/storage/s3.py): "s3://<bucket>/<prefix>". Its
+# credentials come from boto3's own chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, a role).
+JOB_STORAGE_URL = env_str("JOB_STORAGE_URL", "")
+if JOB_STORAGE_URL and not re.fullmatch(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^?#]*)?", JOB_STORAGE_URL):
+    raise ImproperlyConfigured("JOB_STORAGE_URL must be empty (the directory JOB_STORAGE_DIR) or "
+                               f"s3://<bucket>/<prefix>, got {JOB_STORAGE_URL!r}")
+# MinIO, Cloudflare R2, Ceph: the service's URL (addressed by path); empty: AWS S3.
+JOB_STORAGE_S3_ENDPOINT_URL = env_str("JOB_STORAGE_S3_ENDPOINT_URL", "")
+JOB_STORAGE_S3_REGION = env_str("JOB_STORAGE_S3_REGION", "")  # empty: boto3's own (AWS_REGION, the profile)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or REDIS_URL or "filesystem://"
 JOBS_QUEUE = env_str("JOBS_QUEUE", "jobs")
 # How long a job whose worker died unannounced (SIGKILL, lost machine) waits before Redis or SQS hands it

@@ -60,7 +60,7 @@ def limit_uploads(request, max_bytes: int) -> None:
 def limit_streamed_uploads(request, max_bytes: int, *, max_files: int = MAX_FILES,
                            max_total_bytes: int | None = None) -> None:
     """Install a size-limited chain that streams every file to a temporary file on disk, never into memory
-    (uploads kept for a job: jobs/storage.py moves the file instead of copying it)."""
+    (uploads kept for a job: jobs/storage/ moves the file, or sends it to S3 in parts)."""
     request.upload_handlers = [SizeLimitUploadHandler(request, max_bytes=max_bytes, max_files=max_files,
                                                       max_total_bytes=max_total_bytes),
                                TemporaryFileUploadHandler(request)]

@@ -137,6 +137,7 @@ class JobItemContentView(APIView):
     def get(self, request, job_id, position):
         download = selectors.job_item_download(org=request.org, job_id=job_id, position=position)
         response = FileResponse(download.file, content_type=download.item.media_type)
+        response["Content-Length"] = download.size  # streamed from S3, FileResponse cannot tell it
         response["X-Service-Token"] = download.item.token
         response["X-Service-Record-Id"] = str(download.item.record_id)
         if download.item.family:

@@ -61,6 +61,9 @@ class JobItem(models.Model):
     # The output's media type and family, for the download's headers; empty until it succeeded.
     media_type = models.CharField(max_length=100, blank=True, default="")
     family = models.CharField(max_length=10, blank=True, default="")
+    # The signed file's name in job storage, recorded with the item's success: on S3 the key of the attempt
+    # whose record the item names (jobs/storage/s3.py); in a directory always out-<position>.
+    output_name = models.CharField(max_length=100, blank=True, default="")
     error = models.JSONField(null=True, blank=True)  # the error envelope's {error, message, details?}
     finished_at = models.DateTimeField(null=True, blank=True)
     # How far the work on the file is while the item is queued (0 to RUNNING_MAX), stored by the worker at

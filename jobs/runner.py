@@ -5,8 +5,8 @@ audited and announced in the same transaction that marks the item done, under th
 run skips done items. A worker killed mid-item loses that item's transaction (nothing stored or counted)
 and the broker hands the job to another worker (acks_late); a second run of an item that a first run
 finished meanwhile finds it done under the lock and discards its own work. The signed file is written
-under a staging name and takes its final name in that transaction, so the file kept is always the one
-whose record the item names.
+under a staging name and becomes the item's in that transaction (renamed, or on S3 its attempt's key
+recorded: jobs/storage/s3.py), so the file kept is always the one whose record the item names.
 
 While an item's file is worked on, the work reports how far it is (media_codecs/progress.py) and
 `ItemProgress` stores it on the item row, at most every JOBS_PROGRESS_INTERVAL and only upward, with an
@@ -18,7 +18,6 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -124,7 +123,7 @@ def _work(job: Job, data: bytes, progress: ItemProgress) -> ItemOutput:
                       prepared.codec.family, draft)
 
 
-def _item_finish(item: JobItem, *, output: ItemOutput | None = None, staged: Path | None = None,
+def _item_finish(item: JobItem, *, output: ItemOutput | None = None, staged: storage.StagedOutput | None = None,
                  error: dict | None = None) -> None:
     """Mark the item done, with its record stored (and counted) in the same transaction; nothing when
     another run marked it first."""
@@ -139,13 +138,14 @@ def _item_finish(item: JobItem, *, output: ItemOutput | None = None, staged: Pat
             except ApiError as refused:  # signature_limit_reached: the allowance went to other signatures
                 output, error = None, refused.body()
         if output is not None:
-            storage.output_commit(staged, job.pk, item.position)
+            locked.output_name = storage.output_commit(staged)
             locked.status, locked.record_id, locked.token = JobItem.Status.SUCCEEDED, output.record_id, output.token
             locked.media_type, locked.family = output.media_type, output.family
         else:
             locked.status, locked.error = JobItem.Status.FAILED, error
         locked.finished_at = timezone.now()
-        locked.save(update_fields=["status", "record_id", "token", "media_type", "family", "error", "finished_at"])
+        locked.save(update_fields=["status", "record_id", "token", "media_type", "family", "output_name", "error",
+                                   "finished_at"])
 
 
 def _job_finish(job: Job) -> None:

@@ -34,7 +34,8 @@ def item_has_download(job: Job, item: JobItem) -> bool:
 
 @dataclass(frozen=True)
 class Download:
-    file: BinaryIO  # open: the caller's response closes it
+    file: BinaryIO  # open, read in chunks: the caller's response closes it
+    size: int
     item: JobItem
 
 
@@ -45,7 +46,8 @@ def job_item_download(*, org: Organization, job_id: uuid.UUID, position: int) ->
     missing = NotFound("No signed file here: the item did not succeed, or its file expired.")
     if item is None or not item_has_download(job, item):
         raise missing
-    try:  # opened here, not checked first: the cleanup may delete it between a check and the open
-        return Download(storage.output_path(job.pk, position).open("rb"), item)
-    except FileNotFoundError:
-        raise missing from None
+    # Opened, not checked first: the cleanup may delete it between a check and the open.
+    output = storage.output_open(job.pk, position, item.output_name)
+    if output is None:
+        raise missing
+    return Download(output.file, output.size, item)

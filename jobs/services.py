@@ -6,6 +6,7 @@ counted one by one as each item is stored; an item that finds the allowance used
 `signature_limit_reached` (docs/decisions.md, "Jobs on Celery").
 """
 
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,9 @@ from provenance.signing import signing_admit
 MAX_BATCH_FILES = 50  # POST /v1/sign/batch: up to 50 `content` files
 OUTPUT_LIFETIME = timedelta(hours=24)  # a finished job's signed files can be downloaded for 24 hours
 ROW_LIFETIME = timedelta(days=30)  # then its rows (ids, tokens, errors) stay readable until this
-ORPHAN_AGE = timedelta(hours=1)  # a folder without a job row: an upload whose request failed
+ORPHAN_AGE = timedelta(hours=1)  # files without a job row: an upload whose request failed
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,10 @@ def _job_create(*, org: Organization, kind: str, params: dict, uploads: Sequence
             job_id = job.pk
             transaction.on_commit(lambda: job_enqueue(job_id), robust=True)
     except BaseException:
-        storage.job_files_delete(job.pk)
+        try:
+            storage.job_files_delete(job.pk)
+        except storage.StorageUnavailable:  # the same outage: the cleanup deletes the orphans once it is over
+            logger.warning("Job %s: its files could not be deleted yet", job.pk, exc_info=True)
         raise
     return job
 
@@ -111,7 +117,7 @@ def jobs_requeue_stalled() -> int:
 
 
 def jobs_purge_expired() -> int:
-    """Delete signed files 24 hours after their job finished, job rows after 30 days, and the folders of
+    """Delete signed files 24 hours after their job finished, job rows after 30 days, and the files of
     uploads whose job row was never committed. Returns how many jobs lost files or rows."""
     now = timezone.now()
     expired = list(Job.objects.filter(finished_at__lt=now - OUTPUT_LIFETIME, files_deleted_at__isnull=True)
@@ -121,7 +127,7 @@ def jobs_purge_expired() -> int:
     Job.objects.filter(pk__in=expired).update(files_deleted_at=now)
     _, deleted_by_model = Job.objects.filter(finished_at__lt=now - ROW_LIFETIME).delete()
     deleted = deleted_by_model.get(Job._meta.label, 0)
-    candidates = set(storage.job_folders(ORPHAN_AGE.total_seconds()))
+    candidates = set(storage.job_ids_older_than(ORPHAN_AGE.total_seconds()))
     orphans = candidates - set(Job.objects.filter(pk__in=candidates).values_list("pk", flat=True))
     for job_id in orphans:
         storage.job_files_delete(job_id)

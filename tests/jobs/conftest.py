@@ -33,3 +33,23 @@ def growth_generator(growth_org, growth_owner):
 
 def new_queue() -> str:
     return f"test-jobs-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """A real S3 endpoint over HTTP (moto's server) for a module's tests, and its worker."""
+    from tests.jobs.s3_server import s3_endpoint
+
+    with s3_endpoint() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def s3_prefix(s3, settings, monkeypatch) -> str:
+    """The jobs' files on the S3 endpoint (JOB_STORAGE_URL), under a prefix of the test's own."""
+    prefix = f"jobs-{uuid.uuid4().hex[:8]}"
+    for name, value in s3.env().items():
+        monkeypatch.setenv(name, value)
+    for name, value in s3.settings(prefix).items():
+        setattr(settings, name, value)
+    return f"{prefix}/"

@@ -44,7 +44,7 @@ def test_prefer_respond_async_answers_202_with_the_job(key_client, org, generato
     job = Job.objects.get(pk=body["job_id"])
     assert job.org == org and job.kind == "sign" and job.params["generator_id"] == str(generator.pk)
     assert list(job.items.values_list("position", "status")) == [(0, "queued")]
-    assert storage.input_path(job.pk, 0).read_bytes() == photo_bytes("astronaut", "png")
+    assert storage.job_storage().input_path(job.pk, 0).read_bytes() == photo_bytes("astronaut", "png")
     assert not Record.objects.exists()  # signed and counted by the worker, not here
     assert not UsageCounter.objects.filter(org=org, signatures_used__gt=0).exists()
 
@@ -118,7 +118,7 @@ def test_batch_sign_answers_one_job_with_an_item_per_file_in_order(key_client, g
     response = _sign(key_client(growth_org), growth_generator, *files, url="/v1/sign/batch")
     assert response.status_code == 202 and response["Location"] == f"/v1/jobs/{response.json()['job_id']}"
     job = Job.objects.get(pk=response.json()["job_id"])
-    assert [storage.input_path(job.pk, item.position).read_bytes() for item in job.items.all()] == files
+    assert [storage.job_storage().input_path(job.pk, item.position).read_bytes() for item in job.items.all()] == files
 
 
 def test_batch_sign_refuses_more_than_50_files_before_keeping_any(key_client, growth_org, growth_generator,

@@ -63,7 +63,8 @@ def test_one_bad_file_fails_alone_and_the_others_are_signed(key_client, growth_o
     completed = [data for _, kind, data in emitted if kind == "job.completed"]
     assert completed == [{"job_id": job_id, "status": "succeeded", "items": 3, "succeeded": 2, "failed": 1,
                           "finished_at": completed[0]["finished_at"]}]
-    assert not any(path.name.startswith("in-") for path in storage.job_folder(job_id).iterdir())  # inputs gone
+    folder = storage.job_storage().job_folder(job_id)
+    assert not any(path.name.startswith("in-") for path in folder.iterdir())  # inputs gone
 
 
 def test_a_job_whose_files_all_fail_has_failed(key_client, growth_org, growth_generator,
@@ -91,12 +92,12 @@ def test_a_second_run_of_a_finished_item_keeps_the_first_runs_record_and_file(
     job_id = _accept(key_client(growth_org), growth_generator, GOOD)
     _run(job_id, django_capture_on_commit_callbacks)
     item = JobItem.objects.select_related("job__org").get(job_id=job_id)
-    first = storage.output_path(job_id, 0).read_bytes()
+    first = storage.job_storage().output_path(job_id, 0).read_bytes()
     staged = storage.output_stage(item.job_id, 0, b"a later run's file")
     late = ItemOutput(b"a later run's file", item.record_id, "svc_other", "image/png", "image", draft=None)
     _item_finish(item, output=late, staged=staged)
     item.refresh_from_db()
-    assert storage.output_path(job_id, 0).read_bytes() == first and item.token != "svc_other"
+    assert storage.job_storage().output_path(job_id, 0).read_bytes() == first and item.token != "svc_other"
     assert Record.objects.count() == 1
 
 
@@ -120,7 +121,7 @@ def test_a_signed_file_gone_from_storage_is_not_found_not_an_error(key_client, g
     client = key_client(growth_org)
     job_id = _accept(client, growth_generator, GOOD)
     _run(job_id, django_capture_on_commit_callbacks)
-    storage.output_path(job_id, 0).unlink()  # as a cleanup running at that moment leaves it
+    storage.job_storage().output_path(job_id, 0).unlink()  # as a cleanup running at that moment leaves it
     response = client.get(f"/v1/jobs/{job_id}/items/0/content")
     assert response.status_code == 404 and response.json()["error"] == "not_found"
 
@@ -144,10 +145,10 @@ def test_cleanup_deletes_signed_files_a_day_after_the_job_finished(key_client, g
     job_id = _accept(client, growth_generator, GOOD)
     _run(job_id, django_capture_on_commit_callbacks)
     services.jobs_purge_expired()
-    assert storage.output_path(job_id, 0).is_file()  # not yet a day old
+    assert storage.job_storage().output_path(job_id, 0).is_file()  # not yet a day old
     Job.objects.filter(pk=job_id).update(finished_at=timezone.now() - datetime.timedelta(hours=24, minutes=1))
     services.jobs_purge_expired()
-    assert not storage.job_folder(job_id).exists()
+    assert not storage.job_storage().job_folder(job_id).exists()
     body = client.get(f"/v1/jobs/{job_id}").json()
     assert body["status"] == "succeeded" and body["items"][0]["download_url"] is None
     assert body["items"][0]["record_id"]  # the job still says what was signed
@@ -162,7 +163,7 @@ def test_cleanup_deletes_the_files_of_an_upload_whose_job_was_never_stored(job_s
     import time
     import uuid
 
-    orphan = storage.job_folder(uuid.uuid4())
+    orphan = storage.job_storage().job_folder(uuid.uuid4())
     orphan.mkdir()
     (orphan / "in-0").write_bytes(b"x")
     old = time.time() - 2 * 3600
@@ -197,7 +198,7 @@ def test_an_item_whose_upload_is_gone_fails_and_the_job_still_ends(key_client, g
                                                                    django_capture_on_commit_callbacks):
     client = key_client(growth_org)
     job_id = _accept(client, growth_generator, GOOD, GOOD)
-    storage.input_path(job_id, 1).unlink()
+    storage.job_storage().input_path(job_id, 1).unlink()
     _run(job_id, django_capture_on_commit_callbacks)
     body = client.get(f"/v1/jobs/{job_id}").json()
     assert body["status"] == "succeeded" and [item["status"] for item in body["items"]] == ["succeeded", "failed"]

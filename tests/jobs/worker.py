@@ -35,7 +35,7 @@ class Worker:
 
     def __init__(self, *, queue: str, storage: Path, log: Path, env: dict[str, str] | None = None):
         self.queue, self.storage, self.log = queue, storage, log
-        self.env = env or {}  # settings of this worker beside the test ones
+        self.env = env or {}  # settings of this worker beside the test ones (progress interval, S3 storage)
         self.process: subprocess.Popen | None = None
 
     def start(self) -> Worker:
