@@ -43,7 +43,7 @@ serve: install
 	PYTHON=$(CURDIR)/$(BIN)/python deploy/serve.sh
 
 test: install
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
