@@ -241,7 +241,7 @@ class _Flusher:
     def _run(self) -> None:
         while not self._stopping.wait(FLUSH_SECONDS):
             self._flush()
-            if time.monotonic() - self._last_pruned > 3600:
+            if time.monotonic() - self._last_pruned > 3600 and _database_name() == self._database:
                 self._last_pruned = time.monotonic()
                 self._guarded(lambda: SignatureCountFold.objects.filter(
                     folded_at__lt=timezone.now() - FOLD_TOKENS_KEPT).delete())
