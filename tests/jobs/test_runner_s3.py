@@ -25,6 +25,13 @@ def _on_s3(s3_prefix):
     return s3_prefix
 
 
+def _signed_job(client, generator, capture) -> str:
+    """A one-file job accepted and run to its end; its id."""
+    job_id = _accept(client, generator, GOOD)
+    _run(job_id, capture)
+    return job_id
+
+
 def test_an_accepted_upload_is_kept_on_s3_and_nothing_on_local_disk(key_client, growth_org, growth_generator, s3,
                                                                      s3_prefix, job_storage):
     job_id = _accept(key_client(growth_org), growth_generator, GOOD, GOOD)
@@ -46,8 +53,7 @@ def test_the_signed_file_streams_in_chunks_for_its_organization_only(key_client,
                                                                      growth_generator,
                                                                      django_capture_on_commit_callbacks):
     client = key_client(growth_org)
-    job_id = _accept(client, growth_generator, GOOD)
-    _run(job_id, django_capture_on_commit_callbacks)
+    job_id = _signed_job(client, growth_generator, django_capture_on_commit_callbacks)
     item = client.get(f"/v1/jobs/{job_id}").json()["items"][0]
     path = "/" + item["download_url"].split("://", 1)[1].split("/", 1)[1]
     response = client.get(path)
@@ -65,8 +71,7 @@ def test_the_signed_file_streams_in_chunks_for_its_organization_only(key_client,
 def test_a_second_run_of_a_finished_item_keeps_the_first_runs_file(key_client, growth_org, growth_generator, s3,
                                                                     s3_prefix, django_capture_on_commit_callbacks):
     client = key_client(growth_org)
-    job_id = _accept(client, growth_generator, GOOD)
-    _run(job_id, django_capture_on_commit_callbacks)
+    job_id = _signed_job(client, growth_generator, django_capture_on_commit_callbacks)
     item = JobItem.objects.select_related("job__org").get(job_id=job_id)
     first = b"".join(client.get(f"/v1/jobs/{job_id}/items/0/content").streaming_content)
     staged = storage.output_stage(item.job_id, 0, b"a later run's file")  # a redelivered job's attempt
@@ -84,8 +89,7 @@ def test_a_second_run_of_a_finished_item_keeps_the_first_runs_file(key_client, g
 def test_a_signed_file_gone_from_s3_is_not_found_not_an_error(key_client, growth_org, growth_generator,
                                                                django_capture_on_commit_callbacks):
     client = key_client(growth_org)
-    job_id = _accept(client, growth_generator, GOOD)
-    _run(job_id, django_capture_on_commit_callbacks)
+    job_id = _signed_job(client, growth_generator, django_capture_on_commit_callbacks)
     storage.job_files_delete(uuid.UUID(job_id))  # as a cleanup running at that moment leaves it
     response = client.get(f"/v1/jobs/{job_id}/items/0/content")
     assert response.status_code == 404 and response.json()["error"] == "not_found"
@@ -94,8 +98,7 @@ def test_a_signed_file_gone_from_s3_is_not_found_not_an_error(key_client, growth
 def test_cleanup_deletes_the_objects_a_day_after_the_job_finished(key_client, growth_org, growth_generator, s3,
                                                                   s3_prefix, django_capture_on_commit_callbacks):
     client = key_client(growth_org)
-    job_id = _accept(client, growth_generator, GOOD)
-    _run(job_id, django_capture_on_commit_callbacks)
+    job_id = _signed_job(client, growth_generator, django_capture_on_commit_callbacks)
     services.jobs_purge_expired()
     assert len(s3.keys(f"{s3_prefix}{job_id}/")) == 1  # not yet a day old
     Job.objects.filter(pk=job_id).update(finished_at=timezone.now() - datetime.timedelta(hours=24, minutes=1))
