@@ -1,0 +1,109 @@
+"""The same jobs on RabbitMQ, by configuration only: CELERY_BROKER_URL=amqp://... for the web side and a real
+Celery worker process, nothing else changed. The life cycle with a file that fails alone, and a worker
+SIGKILLed mid-job whose job RabbitMQ hands to the next worker (late acknowledgement: the unacknowledged
+message is redelivered when the dead worker's connection closes), every signature counted once.
+
+Needs the RabbitMQ of this machine (127.0.0.1:5672, guest/guest) and PostgreSQL (the worker is another
+process); skipped without either.
+"""
+
+import socket
+
+import pytest
+from django.db import connection
+
+from audit.models import AuditEvent
+from billing.models import UsageCounter
+from jobs.models import JobItem
+from provenance.models import Record
+from tests.jobs.conftest import new_queue
+from tests.jobs.test_worker import BAD, GOOD, _accept, _poll_until_finished
+from tests.jobs.worker import Worker
+from tests.media import photo_bytes
+from tests.waiting import wait_for_process
+
+RABBITMQ = ("127.0.0.1", 5672)
+BROKER_URL = f"amqp://guest:guest@{RABBITMQ[0]}:{RABBITMQ[1]}//"
+
+
+def _rabbitmq_answers() -> bool:
+    try:
+        with socket.create_connection(RABBITMQ, timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+pytestmark = [pytest.mark.skipif(not _rabbitmq_answers(), reason="no RabbitMQ on 127.0.0.1:5672"),
+              pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _postgres_only(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        if connection.vendor != "postgresql":
+            pytest.skip("a worker process cannot open pytest's in-memory SQLite test database")
+
+
+@pytest.fixture(scope="module")
+def queue():
+    """The test process publishes to RabbitMQ, on a queue of this module's own, deleted afterwards."""
+    from jobs.celery_app import app
+
+    saved = app.conf.broker_url
+    app.conf.broker_url = BROKER_URL
+    app.close()
+    name = new_queue()
+    yield name
+    with app.connection_for_write() as broker:
+        broker.default_channel.queue_delete(name)
+    app.conf.broker_url = saved
+    app.close()
+
+
+@pytest.fixture(autouse=True)
+def _queue_setting(settings, queue):
+    settings.JOBS_QUEUE = queue
+
+
+@pytest.fixture(scope="module")
+def worker(queue, job_storage, tmp_path_factory, _postgres_only):
+    started = Worker(queue=queue, storage=job_storage, log=tmp_path_factory.mktemp("worker") / "worker.log",
+                     env={"CELERY_BROKER_URL": BROKER_URL}).start()
+    yield started
+    started.stop()
+
+
+def test_a_job_on_rabbitmq_succeeds_with_its_bad_file_failing_alone(worker, key_client, growth_org,
+                                                                     growth_generator):
+    assert "amqp://guest:**@127.0.0.1:5672//" in worker.output()  # the worker's broker, as Celery prints it
+    client = key_client(growth_org)
+    body, _ = _poll_until_finished(client, _accept(client, growth_generator, GOOD, BAD, GOOD), worker)
+    assert body["status"] == "succeeded" and body["progress"] == 1.0
+    assert [item["status"] for item in body["items"]] == ["succeeded", "failed", "succeeded"]
+    assert body["items"][1]["error"]["error"] == "format_not_supported"
+    assert UsageCounter.objects.get(org=growth_org).signatures_used == 2
+
+
+def test_a_job_on_rabbitmq_outlives_a_worker_killed_mid_job_and_counts_once(worker, key_client, growth_org,
+                                                                             growth_generator):
+    client = key_client(growth_org)
+    files = 12
+    job_id = _accept(client, growth_generator, *[photo_bytes(name, "png") for name in
+                                                 ("astronaut", "chelsea", "coffee") * (files // 3)])
+
+    def some_done():
+        done = JobItem.objects.filter(job_id=job_id).exclude(status="queued").count()
+        return done if done else None
+
+    done_before_kill = wait_for_process(some_done, worker.process, what="a first item", details=worker.output)
+    worker.kill()
+    assert done_before_kill < files, "the job finished before the kill: give it more files"
+    worker.start()
+    body, _ = _poll_until_finished(client, job_id, worker)
+    assert body["status"] == "succeeded" and all(item["status"] == "succeeded" for item in body["items"])
+    record_ids = {item["record_id"] for item in body["items"]}
+    assert set(map(str, Record.objects.filter(org=growth_org).values_list("pk", flat=True))) == record_ids
+    assert len(record_ids) == files
+    assert UsageCounter.objects.get(org=growth_org).signatures_used == files
+    assert AuditEvent.objects.filter(org=growth_org, type="sign").count() == files
