@@ -53,11 +53,14 @@ def test_the_watermark_id_has_one_index_and_the_organization_none_of_its_own():
 
 
 @pytest.mark.django_db
-def test_an_organizations_records_are_found_through_record_org_newest(org):
+def test_an_organizations_records_are_found_through_an_index_led_by_the_organization(org):
     _records(org)
     sql, params = Record.objects.filter(org=org).values_list("id").query.sql_with_params()
     plan = _plan(sql, list(params))
-    assert "record_org_newest" in plan or (connection.vendor == "sqlite" and "org_id" in plan)
+    # Any of the three indexes led by the organization serves it (record_org_newest, or with model or format
+    # second: on a near-empty table the planner's pick among them follows the statistics of the moment).
+    led_by_org = ("record_org_newest", "record_org_model_newest", "record_org_format_newest")
+    assert any(name in plan for name in led_by_org) or (connection.vendor == "sqlite" and "org_id" in plan), plan
 
 
 @pytest.mark.django_db(transaction=True)
