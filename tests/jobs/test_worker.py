@@ -21,7 +21,7 @@ from jobs.models import Job, JobItem
 from provenance.models import Record
 from tests import video
 from tests.jobs.conftest import new_queue
-from tests.jobs.worker import Worker, broker_url
+from tests.jobs.worker import Worker, broker_url, publishing_to
 from tests.media import photo_bytes
 from tests.redis_server import requires_redis
 from tests.waiting import wait_for_process
@@ -41,15 +41,9 @@ def _postgres_only(django_db_setup, django_db_blocker):
 @pytest.fixture(scope="module")
 def queue():
     """The test process enqueues where this module's worker listens (its own queue, its own Redis db)."""
-    from jobs.celery_app import app
-
-    saved = app.conf.broker_url
-    app.conf.broker_url = broker_url()
-    app.close()  # connection pools made for the old broker go
-    name = new_queue()
-    yield name
-    app.conf.broker_url = saved
-    app.close()
+    with publishing_to(broker_url()):
+        name = new_queue()
+        yield name
     client = redis.Redis.from_url(broker_url())
     leftovers = client.keys(f"*{name}*")
     if leftovers:

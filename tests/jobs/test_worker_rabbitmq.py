@@ -18,7 +18,7 @@ from jobs.models import JobItem
 from provenance.models import Record
 from tests.jobs.conftest import new_queue
 from tests.jobs.test_worker import BAD, GOOD, _accept, _poll_until_finished
-from tests.jobs.worker import Worker
+from tests.jobs.worker import Worker, publishing_to
 from tests.media import photo_bytes
 from tests.waiting import wait_for_process
 
@@ -50,15 +50,11 @@ def queue():
     """The test process publishes to RabbitMQ, on a queue of this module's own, deleted afterwards."""
     from jobs.celery_app import app
 
-    saved = app.conf.broker_url
-    app.conf.broker_url = BROKER_URL
-    app.close()
-    name = new_queue()
-    yield name
-    with app.connection_for_write() as broker:
-        broker.default_channel.queue_delete(name)
-    app.conf.broker_url = saved
-    app.close()
+    with publishing_to(BROKER_URL):
+        name = new_queue()
+        yield name
+        with app.connection_for_write() as broker:
+            broker.default_channel.queue_delete(name)
 
 
 @pytest.fixture(autouse=True)

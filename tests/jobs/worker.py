@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -23,6 +25,27 @@ def broker_url() -> str:
     # Redis databases 14 and 15 are other tests'; 11 to 13 are these, one per xdist process.
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw-1")
     return f"redis://127.0.0.1:6379/{12 + int(worker.removeprefix('gw'))}"
+
+
+@contextmanager
+def publishing_to(url: str) -> Iterator[None]:
+    """This process's jobs published to the broker at `url` while in the block, then to the one before.
+
+    Celery's app.close() drops the connection pool but not the producer pool built on it
+    (`app.amqp._producer_pool`), which keeps publishing to the first broker this process used: both go."""
+    from jobs.celery_app import app
+
+    def switch(to: str) -> None:
+        app.conf.broker_url = to
+        app.close()
+        app.amqp._producer_pool = None
+
+    saved = app.conf.broker_url
+    switch(url)
+    try:
+        yield
+    finally:
+        switch(saved)
 
 
 def database_url() -> str:
