@@ -10,17 +10,19 @@ process); skipped without either.
 import socket
 
 import pytest
-from django.db import connection
 
-from audit.models import AuditEvent
 from billing.models import UsageCounter
-from jobs.models import JobItem
-from provenance.models import Record
 from tests.jobs.conftest import new_queue
-from tests.jobs.test_worker import BAD, GOOD, _accept, _poll_until_finished
+from tests.jobs.test_worker import (  # noqa: F401 - _postgres_only and _queue_setting are fixtures
+    BAD,
+    GOOD,
+    _accept,
+    _poll_until_finished,
+    _postgres_only,
+    _queue_setting,
+    job_outlives_a_killed_worker,
+)
 from tests.jobs.worker import Worker, publishing_to
-from tests.media import photo_bytes
-from tests.waiting import wait_for_process
 
 RABBITMQ = ("127.0.0.1", 5672)
 BROKER_URL = f"amqp://guest:guest@{RABBITMQ[0]}:{RABBITMQ[1]}//"
@@ -38,13 +40,6 @@ pytestmark = [pytest.mark.skipif(not _rabbitmq_answers(), reason="no RabbitMQ on
               pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _postgres_only(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        if connection.vendor != "postgresql":
-            pytest.skip("a worker process cannot open pytest's in-memory SQLite test database")
-
-
 @pytest.fixture(scope="module")
 def queue():
     """The test process publishes to RabbitMQ, on a queue of this module's own, deleted afterwards."""
@@ -57,13 +52,8 @@ def queue():
             broker.default_channel.queue_delete(name)
 
 
-@pytest.fixture(autouse=True)
-def _queue_setting(settings, queue):
-    settings.JOBS_QUEUE = queue
-
-
 @pytest.fixture(scope="module")
-def worker(queue, job_storage, tmp_path_factory, _postgres_only):
+def worker(queue, job_storage, tmp_path_factory, _postgres_only):  # noqa: F811
     started = Worker(queue=queue, storage=job_storage, log=tmp_path_factory.mktemp("worker") / "worker.log",
                      env={"CELERY_BROKER_URL": BROKER_URL}).start()
     yield started
@@ -83,23 +73,5 @@ def test_a_job_on_rabbitmq_succeeds_with_its_bad_file_failing_alone(worker, key_
 
 def test_a_job_on_rabbitmq_outlives_a_worker_killed_mid_job_and_counts_once(worker, key_client, growth_org,
                                                                              growth_generator):
-    client = key_client(growth_org)
-    files = 12
-    job_id = _accept(client, growth_generator, *[photo_bytes(name, "png") for name in
-                                                 ("astronaut", "chelsea", "coffee") * (files // 3)])
-
-    def some_done():
-        done = JobItem.objects.filter(job_id=job_id).exclude(status="queued").count()
-        return done if done else None
-
-    done_before_kill = wait_for_process(some_done, worker.process, what="a first item", details=worker.output)
-    worker.kill()
-    assert done_before_kill < files, "the job finished before the kill: give it more files"
-    worker.start()
-    body, _ = _poll_until_finished(client, job_id, worker)
-    assert body["status"] == "succeeded" and all(item["status"] == "succeeded" for item in body["items"])
-    record_ids = {item["record_id"] for item in body["items"]}
-    assert set(map(str, Record.objects.filter(org=growth_org).values_list("pk", flat=True))) == record_ids
-    assert len(record_ids) == files
-    assert UsageCounter.objects.get(org=growth_org).signatures_used == files
-    assert AuditEvent.objects.filter(org=growth_org, type="sign").count() == files
+    # RabbitMQ hands the unacknowledged message to the next worker when the dead one's connection closes.
+    job_outlives_a_killed_worker(worker, key_client(growth_org), growth_org, growth_generator)
