@@ -8,6 +8,7 @@ from core.openapi import BASE64_PATTERN
 from core.validation import serializers
 from provenance.serializers import LogField
 from record_format.manifest_checks import CHECKS
+from transparency.entries import iso_timestamp
 from verification.soft_binding import ALGORITHMS
 from verification.summary import summary
 
@@ -121,10 +122,7 @@ class VerificationOutput(serializers.Serializer):
 
 
 def _iso(moment: datetime.datetime | None) -> str | None:
-    """A time as DRF's DateTimeField writes it here (USE_TZ, UTC): ISO 8601 with Z."""
-    if moment is None:
-        return None
-    return moment.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+    return None if moment is None else iso_timestamp(moment)  # as DRF's DateTimeField writes it here
 
 
 def verification_body(result) -> dict:
