@@ -333,6 +333,9 @@ JOBS_STALLED_AFTER = env_int("JOBS_STALLED_AFTER", 600)
 # How often, at most, a worker stores how far a running item's file is (GET /v1/jobs/:id's progress): a
 # write a second at most per worker, and none for a file done sooner.
 JOBS_PROGRESS_INTERVAL = env_float("JOBS_PROGRESS_INTERVAL", 1.0)
+# A job whose files cannot be reached (JOB_STORAGE_URL's bucket or JOB_STORAGE_DIR's volume away) runs again
+# after this many seconds, as often as it takes.
+JOBS_STORAGE_RETRY_SECONDS = env_int("JOBS_STORAGE_RETRY_SECONDS", 30)
 CELERY_BEAT_SCHEDULE = {"jobs-cleanup": {"task": "jobs.tasks.jobs_cleanup", "schedule": JOBS_CLEANUP_INTERVAL}}
 
 AUTH_PASSWORD_VALIDATORS = [

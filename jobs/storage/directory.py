@@ -59,6 +59,8 @@ class DirectoryStorage(JobStorage):
             return self.input_path(job_id, position).read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as error:  # the shared volume unreadable: the job waits for it (jobs/tasks.py)
+            raise StorageUnavailable(f"job folder: {error.strerror or type(error).__name__}") from error
 
     def output_stage(self, job_id: uuid.UUID, position: int, data: bytes) -> StagedOutput:
         staged = StagedOutput(job_id, position, f"out-{position}.{uuid.uuid4().hex}.part")

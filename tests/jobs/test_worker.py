@@ -59,7 +59,7 @@ def _queue_setting(settings, queue):
 def worker(queue, job_storage, tmp_path_factory, _postgres_only):
     # Progress stored every 0.2 s (1 s in production): a file of a second's work shows a few values.
     started = Worker(queue=queue, storage=job_storage, log=tmp_path_factory.mktemp("worker") / "worker.log",
-                     env={"JOBS_PROGRESS_INTERVAL": "0.2"}).start()
+                     env={"JOBS_PROGRESS_INTERVAL": "0.2", "JOBS_STORAGE_RETRY_SECONDS": "1"}).start()
     yield started
     started.stop()
 
@@ -180,6 +180,26 @@ def test_a_job_whose_message_was_lost_is_handed_out_again_by_the_cleanup(worker,
     assert services.jobs_requeue_stalled() == 1
     body, _ = _poll_until_finished(client, job_id, worker)
     assert body["status"] == "succeeded"
+
+
+def test_a_job_whose_files_are_away_runs_again_once_they_are_back(worker, key_client, growth_org,
+                                                                  growth_generator, settings, job_storage):
+    client = key_client(growth_org)
+    settings.JOBS_QUEUE = new_queue()  # accepted while no worker listens: its files go away first
+    job_id = _accept(client, growth_generator, GOOD)
+    folder = job_storage / job_id
+    aside = folder.rename(job_storage / f"{job_id}.aside")
+    folder.write_bytes(b"a file where the job's folder was: its input cannot be read")
+    settings.JOBS_QUEUE = worker.queue
+    services.job_enqueue(job_id)
+    wait_for_process(lambda: "Task jobs.tasks.job_run[" in worker.output() and " retry: " in worker.output(),
+                     worker.process, what="the job's retry", details=worker.output)
+    assert Job.objects.get(pk=job_id).status == "running"  # waiting, not failed, nothing done
+    folder.unlink()
+    aside.rename(folder)
+    body, _ = _poll_until_finished(client, job_id, worker)
+    assert body["status"] == "succeeded" and body["items"][0]["status"] == "succeeded"
+    assert UsageCounter.objects.get(org=growth_org).signatures_used == 1
 
 
 def test_a_worker_runs_the_periodic_cleanup_task(worker, growth_org):
