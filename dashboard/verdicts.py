@@ -13,6 +13,7 @@ from datetime import datetime
 from django.core import signing
 from django.utils import timezone
 
+from media_codecs.disclosure import source_type_term
 from verification import summary as words
 
 SALT = "dashboard.verify.result"
@@ -27,7 +28,7 @@ class VerdictInWords:
     reason: str | None
     found_through: str | None  # None when nothing was found
     signals: list[words.Signal]
-    provenance: dict | None  # {org, model, signed_at, record_id} when a record was found
+    provenance: dict | None  # {org, model, signed_at, record_id, provider, system, ...} when a record was found
     checked_at: datetime
     time_stamp: str | None = None  # the record signature's time stamp in words
     credentials: dict | None = None  # the file's C2PA manifest checks in words (words.manifest_in_words)
@@ -42,9 +43,28 @@ def verdict_in_words(result) -> VerdictInWords:
         found_through=None if result.token_source == "none" else words.SOURCES.get(result.token_source),
         signals=words.signals(result),
         provenance=None if record is None else {"org": record.org.name, "model": record.model,
-                                                "signed_at": record.signed_at, "record_id": str(record.pk)},
+                                                "signed_at": record.signed_at, "record_id": str(record.pk),
+                                                **_disclosed(record.generator)},
         checked_at=timezone.now(), time_stamp=words.time_stamp_in_words(result.time_stamp),
         credentials=words.manifest_in_words(result.c2pa))
+
+
+def _disclosed(generator) -> dict:
+    """The generator's declared disclosure, as the page words it (the source type by its term)."""
+    return {"provider": generator.provider_name, "system": generator.system_name,
+            "system_version": generator.system_version,
+            "source_type": SOURCE_TYPE_WORDS.get(source_type_term(generator.digital_source_type) or "", "")}
+
+
+# How the page names the IPTC digital source types a generator is likely to declare; others are not worded.
+SOURCE_TYPE_WORDS = {
+    "trainedAlgorithmicMedia": "made by a generative AI model",
+    "compositeWithTrainedAlgorithmicMedia": "combines generative AI output with other material",
+    "algorithmicMedia": "made by an algorithm without training data",
+    "compositeSynthetic": "a composite of synthetic elements",
+    "algorithmicallyEnhanced": "a capture enhanced by an algorithm",
+    "digitalCreation": "created digitally by a person",
+}
 
 
 def verdict_token(verdict: VerdictInWords) -> str:

@@ -48,7 +48,8 @@ class GeneratorViewSet(OrgScopedViewSet):
         generator = services.generator_register(org=request.org, name=data["name"],
                                                 public_key=_public_key(keys[0] if keys else None),
                                                 supported_formats=data.get("supported_formats"),
-                                                c2pa_signing=data.get("c2pa_signing", "ml-dsa-65"))
+                                                c2pa_signing=data.get("c2pa_signing", "ml-dsa-65"),
+                                                disclosure=services.DeclaredDisclosure.of(data))
         return Response(s.GeneratorDetailOutput(generator).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: s.GeneratorRevokedOutput}, tags=["generators"])

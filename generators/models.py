@@ -6,6 +6,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import Organization, OrgScopedQuerySet
+from media_codecs.disclosure import DEFAULT_SOURCE_TYPE
 
 
 class Generator(models.Model):
@@ -28,6 +29,12 @@ class Generator(models.Model):
     mode = models.CharField(max_length=10, choices=Mode.choices)
     supported_formats = models.JSONField(default=list)
     c2pa_signing = models.CharField(max_length=10, choices=C2paSigning.choices, default=C2paSigning.ML_DSA_65)
+    # What its files disclose (media_codecs/disclosure.py): the provider and system they name, and the IPTC
+    # digital source type as declared (a term or its URI; files carry the URI).
+    provider_name = models.CharField(max_length=200, blank=True, default="")
+    system_name = models.CharField(max_length=200, blank=True, default="")
+    system_version = models.CharField(max_length=100, blank=True, default="")
+    digital_source_type = models.CharField(max_length=120, default=DEFAULT_SOURCE_TYPE)
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
 

@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_serializer
 from core.paging import ListPageFields
 from core.validation import serializers
 from media_codecs import FAMILIES
+from media_codecs.disclosure import source_type_term
 from record_format.certificates import MAX_CHAIN_LENGTH
 
 C2PA_SIGNING = ("ml-dsa-65", "hybrid")
@@ -32,6 +33,22 @@ class GeneratorRegisterInput(serializers.Serializer):
         choices=C2PA_SIGNING, required=False,
         help_text="How C2PA manifests are signed: `ml-dsa-65` (default) or `hybrid` (an ES256 claim signature "
                   "with an X.509 chain C2PA validators trust, countersigned with ML-DSA-65; server-managed only).")
+    provider_name = serializers.CharField(max_length=200, required=False, allow_blank=True,
+                                          help_text="The provider named in every signed file's disclosure.")
+    system_name = serializers.CharField(max_length=200, required=False, allow_blank=True,
+                                        help_text="The generative system's name, in every signed file's disclosure.")
+    system_version = serializers.CharField(max_length=100, required=False, allow_blank=True,
+                                           help_text="The system's version, in every signed file's disclosure.")
+    digital_source_type = serializers.CharField(
+        max_length=120, required=False,
+        help_text="An IPTC digital source type, its URI or the URI's last segment (default "
+                  "`trainedAlgorithmicMedia`); files carry the URI.")
+
+    def validate_digital_source_type(self, value: str) -> str:
+        if source_type_term(value) is None:
+            raise serializers.ValidationError("Not a term of IPTC's digital source type vocabulary "
+                                              "(e.g. trainedAlgorithmicMedia, compositeWithTrainedAlgorithmicMedia).")
+        return value.strip()
 
 
 class GeneratorRotateInput(serializers.Serializer):
@@ -66,6 +83,10 @@ class GeneratorOutput(serializers.Serializer):
     mode = serializers.CharField()
     supported_formats = serializers.ListField(child=serializers.CharField())
     c2pa_signing = serializers.CharField()
+    provider_name = serializers.CharField()
+    system_name = serializers.CharField()
+    system_version = serializers.CharField()
+    digital_source_type = serializers.CharField()
     public_keys = PublicKeyOutput(source="current_keys", many=True)
 
 

@@ -3,7 +3,7 @@
 import base64
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from django.db import transaction
 from django.utils import timezone
@@ -16,6 +16,7 @@ from core.sealing import SealedBlobError, seal, sealed_key_id, unseal
 from core.signer_client import SignerRefused, signer_call, signer_configured
 from generators.models import Generator, GeneratorKey
 from media_codecs import FAMILIES
+from media_codecs.disclosure import DEFAULT_SOURCE_TYPE
 from record_format import crypto
 from webhooks.events import event_emit
 
@@ -29,9 +30,25 @@ class SuppliedPublicKey:
     key: bytes  # raw 1952-byte ML-DSA-65 public key
 
 
+@dataclass(frozen=True)
+class DeclaredDisclosure:
+    """What a generator's files disclose, as declared at registration (media_codecs/disclosure.py)."""
+
+    provider_name: str = ""
+    system_name: str = ""
+    system_version: str = ""
+    digital_source_type: str = DEFAULT_SOURCE_TYPE
+
+    @classmethod
+    def of(cls, data: dict) -> "DeclaredDisclosure":
+        return cls(**{name: data[name] for name in ("provider_name", "system_name", "system_version",
+                                                      "digital_source_type") if name in data})
+
+
 def generator_register(*, org: Organization, name: str, public_key: SuppliedPublicKey | None,
                        supported_formats: list[str] | None = None,
-                       c2pa_signing: str = Generator.C2paSigning.ML_DSA_65) -> Generator:
+                       c2pa_signing: str = Generator.C2paSigning.ML_DSA_65,
+                       disclosure: DeclaredDisclosure = DeclaredDisclosure()) -> Generator:
     """A new generator: client-managed with `public_key`, else server-managed with a fresh keypair.
 
     Writes audit `key_created`. Raises ValidationFailed for a bad key, format list or C2PA signing mode.
@@ -45,7 +62,7 @@ def generator_register(*, org: Organization, name: str, public_key: SuppliedPubl
         raise ValidationFailed(details={"c2pa_signing": ["hybrid needs a server-managed generator (no public_keys)."]})
     with transaction.atomic():
         generator = Generator.objects.create(org=org, name=name, mode=mode, supported_formats=formats,
-                                             c2pa_signing=c2pa_signing)
+                                             c2pa_signing=c2pa_signing, **asdict(disclosure))
         key = _add_key(generator, public_key)
         audit_write(org=org, type="key_created",
                     metadata={"generator_id": str(generator.pk), "kid": key.kid, "name": name, "mode": mode})

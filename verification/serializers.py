@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 
 from core.openapi import BASE64_PATTERN
 from core.validation import serializers
+from media_codecs.disclosure import source_type_uri
 from provenance.serializers import LogField
 from record_format.manifest_checks import CHECKS
 from transparency.entries import iso_timestamp
@@ -56,6 +57,28 @@ class ProvenanceOutput(serializers.Serializer):
     signed_at = serializers.DateTimeField()
 
 
+class DisclosureOutput(serializers.Serializer):
+    """The latent disclosure of the record's file: what made it, when, and its identifier."""
+
+    digital_source_type = serializers.CharField(help_text="The IPTC digital source type's URI.")
+    provider_name = serializers.CharField(help_text="The provider the generator names; may be empty.")
+    system_name = serializers.CharField(help_text="The generative system's name; may be empty.")
+    system_version = serializers.CharField(help_text="The system's version; may be empty.")
+    created = serializers.DateTimeField(help_text="When the content was signed.")
+    identifier = serializers.CharField(help_text="The record's id: the content's unique identifier.")
+
+    def to_representation(self, record) -> dict:
+        return record_disclosure(record)
+
+
+def record_disclosure(record) -> dict:
+    generator = record.generator
+    return {"digital_source_type": source_type_uri(generator.digital_source_type),
+            "provider_name": str(generator.provider_name), "system_name": str(generator.system_name),
+            "system_version": str(generator.system_version), "created": _iso(record.signed_at),
+            "identifier": str(record.pk)}
+
+
 class TimeStampCheckOutput(serializers.Serializer):
     status = serializers.ChoiceField(choices=["valid", "invalid", "unchecked"], help_text=(
         "valid: a trusted time-stamp authority stamped this signature at `time`; invalid: the token does not "
@@ -101,12 +124,19 @@ class VerificationOutput(serializers.Serializer):
         "The file's C2PA manifest (ours or another signer's), each check with its status; null without one."))
     summary = serializers.SerializerMethodField(
         help_text="One or two plain sentences for a non-expert: what was found and what it means.")
+    disclosure = serializers.SerializerMethodField(help_text=(
+        "The record's disclosure (EU AI Act Article 50, California SB 942): its IPTC digital source type, "
+        "provider, system and version, time of creation and identifier; null without a record."))
 
     def get_signals(self, result) -> dict:
         return SignalsOutput(result).data
 
     def get_provenance(self, result) -> dict | None:
         return ProvenanceOutput(result.record).data if result.record_found else None
+
+    @extend_schema_field(DisclosureOutput(allow_null=True))
+    def get_disclosure(self, result) -> dict | None:
+        return record_disclosure(result.record) if result.record_found else None
 
     def get_summary(self, result) -> str:
         return summary(result)
@@ -151,6 +181,7 @@ def verification_body(result) -> dict:
                                  "problem": None if stamp.problem is None else str(stamp.problem)}),
         "c2pa": None if result.c2pa is None else result.c2pa.as_dict(),
         "summary": summary(result),
+        "disclosure": None if record is None else record_disclosure(record),
     }
     if result.authentic:
         del body["reason"]

@@ -87,9 +87,12 @@ class Client:
 
     def generator_register(self, *, name: str, public_key: str | None = None, kid: str | None = None,
                            supported_formats: Sequence[str] | None = None,
-                           c2pa_signing: str | None = None) -> dict[str, Any]:
+                           c2pa_signing: str | None = None, provider_name: str | None = None,
+                           system_name: str | None = None, system_version: str | None = None,
+                           digital_source_type: str | None = None) -> dict[str, Any]:
         """POST /v1/generators: client-managed with `public_key` (base64), server-managed without;
-        `c2pa_signing` "hybrid" has its C2PA manifests signed ES256 + ML-DSA-65 (default "ml-dsa-65")."""
+        `c2pa_signing` "hybrid" has its C2PA manifests signed ES256 + ML-DSA-65 (default "ml-dsa-65"); the
+        provider, system, version and IPTC digital source type are what its signed files disclose."""
         body: dict[str, Any] = {"name": name}
         if public_key is not None:
             entry = {"algorithm": "ml-dsa-65", "key": public_key}
@@ -98,6 +101,9 @@ class Client:
             body["supported_formats"] = list(supported_formats)
         if c2pa_signing is not None:
             body["c2pa_signing"] = c2pa_signing
+        declared = {"provider_name": provider_name, "system_name": system_name, "system_version": system_version,
+                    "digital_source_type": digital_source_type}
+        body.update({field: value for field, value in declared.items() if value is not None})
         return self._json("POST", "/v1/generators", idempotent=False, json=body, authenticated=True)
 
     def generator_rotate(self, generator_id: str, *, public_key: str | None = None,

@@ -30,12 +30,16 @@ def test_client_managed_records_of_every_format_verify_online_and_offline(servic
 
 
 def test_server_managed_signing_of_every_format_verifies_online_and_offline(service, samples):
-    generator = service.generator_register(name="hosted")
+    generator = service.generator_register(name="hosted", provider_name="Acme AI", system_name="Acme Studio",
+                                           system_version="2.0", digital_source_type="trainedAlgorithmicMedia")
+    assert (generator["provider_name"], generator["system_version"]) == ("Acme AI", "2.0")
     pinned = service.keys_pinned(generator["generator_id"])
     for fmt, data in samples.items():
         signed = service.sign(data, generator_id=generator["generator_id"], model="m-2", filename=f"sample.{fmt}")
         online = service.verify(signed.data, token=None if fmt != "txt" else signed.token)
         assert online["authentic"] is True, (fmt, online)
+        assert (online["disclosure"]["system_name"], online["disclosure"]["identifier"]) == (
+            "Acme Studio", signed.record_id)
         record = dict(service.record_get(record_id_of_token(signed.token)))
         assert record["record_id"] == signed.record_id
         offline = verify_offline(signed.data, record, pinned)

@@ -7,6 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from generators.models import Generator
 from provenance.models import Record
 from tests import factories
 from tests.media import photo_bytes
@@ -139,6 +140,22 @@ def test_verify_page_explains_a_signed_file_in_words(org):
     assert (f'<h2 id="verdict-h">This file is exactly the content that {org.name} signed with the model diffusion-v3 '
             f"on {day}: its signature checks out") in html
     assert "Confidence: <strong>high</strong>" in html and '<li class="signal held">' in html
+
+
+def test_verify_page_shows_the_disclosure_the_generator_declared(org):
+    generator = factories.make_generator(org=org, formats=["image"])
+    Generator.objects.filter(pk=generator.pk).update(
+        provider_name="Acme AI", system_name="Acme Diffusion", system_version="3.1",
+        digital_source_type="compositeWithTrainedAlgorithmicMedia")
+    from provenance.signing import content_sign
+
+    signed = content_sign(org=org, generator_id=str(generator.pk), model="diffusion-v3",
+                          data=photo_bytes("astronaut", "png"), declared_family=None)
+    html = Client().post("/verify", {"content": SimpleUploadedFile("x.png", signed.data)}, follow=True).content.decode()
+    disclosure = re.search(r'<p class="disclosure">(.*?)</p>', html, re.S).group(1)
+    assert "Combines generative AI output with other material." in disclosure
+    assert "System: <strong>Acme Diffusion</strong> version 3.1, provided by <strong>Acme AI</strong>." in disclosure
+    assert f"identifier <code>{signed.record.pk}</code>" in disclosure
 
 
 def test_verify_page_says_that_finding_nothing_makes_no_claim_either_way():

@@ -5,6 +5,7 @@ import io
 import json
 import uuid
 from datetime import datetime
+from types import SimpleNamespace
 
 import pytest
 from dilithium_py.ml_dsa import ML_DSA_65
@@ -17,6 +18,7 @@ from media_codecs.image.phash import phash_hex
 from provenance.tokens import mint_token
 from tests import factories
 from tests.media import decode, encode, photo_bytes, reencode_jpeg, strip_metadata
+from tests.verification import uploads
 
 pytestmark = pytest.mark.django_db
 URL = "/v1/verify"
@@ -57,7 +59,7 @@ def test_signed_content_verifies_with_high_confidence(api_client, key_client, or
                       "provenance": {"org": org.name, "model": "diffusion-xl",
                                      "signed_at": result["provenance"]["signed_at"]},
                       "record_id": signed["X-Service-Record-Id"], "log": {"status": "pending"},
-                      "signature_timestamp": None, "c2pa": None,
+                      "signature_timestamp": None, "c2pa": None, "disclosure": uploads.default_disclosure(result),
                       "summary": f"This file is exactly the content that {org.name} signed with the model "
                                  f"diffusion-xl on {_day(result)}: its signature checks out and the content has "
                                  "not changed since. It also carries that signing's invisible watermark."}
@@ -139,7 +141,7 @@ def test_unsigned_content_has_no_provenance(api_client):
     assert result == {"authentic": False, "tampered": False, "confidence": "none", "token_source": "none",
                       "signals": {"watermark_found": False, "record_found": False, "signature_valid": False},
                       "provenance": None, "reason": "no_provenance_found", "record_id": None,
-                      "log": None, "signature_timestamp": None, "c2pa": None,
+                      "log": None, "signature_timestamp": None, "c2pa": None, "disclosure": None,
                       "summary": "No provenance was found: no token, watermark or signed record "
                                  "matches this file. This makes no claim either way: absence of "
                                  "provenance is not evidence that a person made it."}
@@ -260,3 +262,16 @@ def test_a_png_verification_parses_and_decodes_the_file_once(api_client, key_cli
     result = _verify(api_client, content)
     assert result["authentic"] is signed
     assert calls == {"parse": 1, "decode": 1}  # token, watermark, pHash and hash all share one parse
+
+
+def test_the_result_discloses_what_the_generator_declared(api_client, key_client, org):
+    declared = {"name": "g", "provider_name": "Acme AI", "system_name": "Acme Diffusion", "system_version": "3.1",
+                "digital_source_type": "compositeWithTrainedAlgorithmicMedia"}
+    generator_id = key_client(org).post("/v1/generators", declared, format="json").json()["generator_id"]
+    signed = _sign(key_client(org), SimpleNamespace(pk=generator_id), photo_bytes())
+    result = _verify(api_client, strip_metadata(signed.content, "jpeg"))  # found through the mark: the record discloses
+    assert result["token_source"] == "watermark"
+    assert result["disclosure"] == {
+        "digital_source_type": "http://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia",
+        "provider_name": "Acme AI", "system_name": "Acme Diffusion", "system_version": "3.1",
+        "created": result["provenance"]["signed_at"], "identifier": signed["X-Service-Record-Id"]}

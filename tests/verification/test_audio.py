@@ -50,7 +50,7 @@ def test_signed_audio_comes_back_in_its_format_and_verifies_from_its_metadata(ap
                                      "signed_at": result["provenance"]["signed_at"]},
                       "summary": uploads.unchanged_unmarked_summary(result),
                       "record_id": response["X-Service-Record-Id"], "log": {"status": "pending"},
-                      "signature_timestamp": None, "c2pa": None}
+                      "signature_timestamp": None, "c2pa": None, "disclosure": uploads.default_disclosure(result)}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

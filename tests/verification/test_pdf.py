@@ -39,7 +39,7 @@ def test_a_signed_pdf_verifies_with_medium_confidence(api_client, key_client, or
                                      "signed_at": result["provenance"]["signed_at"]},
                       "summary": uploads.unchanged_unmarked_summary(result),
                       "record_id": signed["X-Service-Record-Id"], "log": {"status": "pending"},
-                      "signature_timestamp": None, "c2pa": None}
+                      "signature_timestamp": None, "c2pa": None, "disclosure": uploads.default_disclosure(result)}
 
 
 def test_a_byte_changed_in_a_content_stream_is_tampered(api_client, key_client, org, generator):

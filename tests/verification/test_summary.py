@@ -20,7 +20,9 @@ FORBIDDEN = ("edited after signing", "tamper", "forged", "fake", "human-made", "
 
 def _record(org: str = "Acme Labs", model: str = "diffusion-xl", *, revoked: bool = False):
     return SimpleNamespace(pk="00000000-0000-0000-0000-000000000001", org=SimpleNamespace(name=org), model=model,
-                           signed_at=SIGNED_AT, generator=SimpleNamespace(is_revoked=revoked),
+                           signed_at=SIGNED_AT, generator=SimpleNamespace(
+                               is_revoked=revoked, provider_name="Acme", system_name="Acme Diffusion",
+                               system_version="3.1", digital_source_type="trainedAlgorithmicMedia"),
                            watermark_id="00000000000000aa")
 
 

@@ -45,7 +45,7 @@ def test_signed_video_comes_back_in_its_container_and_verifies_from_its_token(ap
                                      "signed_at": result["provenance"]["signed_at"]},
                       "summary": uploads.unchanged_unmarked_summary(result),
                       "record_id": response["X-Service-Record-Id"], "log": {"status": "pending"},
-                      "signature_timestamp": None, "c2pa": None}
+                      "signature_timestamp": None, "c2pa": None, "disclosure": uploads.default_disclosure(result)}
 
 
 def test_a_changed_byte_of_mdat_with_the_token_kept_is_tampered(api_client, key_client, org, generator):

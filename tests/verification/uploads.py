@@ -25,3 +25,10 @@ def unchanged_unmarked_summary(result: dict) -> str:
     return (f"This file is exactly the content that {provenance['org']} signed with the model {provenance['model']} "
             f"on {signed_at.day} {signed_at:%B %Y}: its signature checks out and the content has not changed since. "
             "It carries no invisible watermark of that signing, so the record alone vouches for it.")
+
+
+def default_disclosure(result: dict) -> dict:
+    """The `disclosure` of a result whose generator declared nothing: the default source type, no names."""
+    return {"digital_source_type": "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia",
+            "provider_name": "", "system_name": "", "system_version": "",
+            "created": result["provenance"]["signed_at"], "identifier": result["record_id"]}
