@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CodecError, UnsupportedFormat
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class Codec(ABC):
     # Where the token travels, as verification reports it (addendum 5): "xmp" or another "metadata" box.
     token_source: ClassVar[str] = "metadata"
     can_watermark: ClassVar[bool] = False
+    discloses_in_metadata: ClassVar[bool] = False  # embed_token writes a Disclosure (media_codecs/disclosure.py)
     # Whether the content hash covers every byte the watermark reader decodes: then two files with a record's
     # hash read alike, and verification keeps what the record's own file gave (Record.mark_in_file).
     hash_covers_mark: ClassVar[bool] = False
@@ -148,8 +150,11 @@ class Codec(ABC):
         return Work(self.family, len(media.data), "bytes", file_units(media.data))
 
     @abstractmethod
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
-        """Return the content carrying `token`, replacing any token of ours; other metadata is kept."""
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
+        """Return the content carrying `token`, replacing any token of ours; other metadata is kept.
+
+        Formats whose `discloses_in_metadata` write `disclosure` beside the token, in the same container (it
+        comes and goes with the token); the others carry the token alone."""
 
     @abstractmethod
     def extract_token(self, content: bytes | Media) -> str | None:

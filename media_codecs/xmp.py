@@ -1,7 +1,11 @@
 """Our token inside an XMP packet: build, merge into an existing packet, read and remove.
 
 The token lives in one `rdf:Description` of our own namespace (`svc:Token`), written as a
-self-contained element that declares both namespaces it uses. Merging splices that element
+self-contained element that declares the namespaces it uses. With a disclosure
+(media_codecs/disclosure.py) the same element also carries the IPTC digital source type
+(`Iptc4xmpExt:DigitalSourceType`), the system and its version (`Iptc4xmpExt:AISystemUsed`,
+`Iptc4xmpExt:AISystemVersionUsed`) and, in our namespace, the provider, the time of creation and
+the identifier: the disclosure belongs to the signing, so it comes and goes with the token. Merging splices that element
 in front of the packet's closing `</rdf:RDF>` tag as text, and removing cuts exactly that
 text out again, so the rest of a packet written by another tool survives byte for byte:
 `remove_token(merge_token(p, t)) == p`. lxml parses every packet first, so a packet we
@@ -20,7 +24,10 @@ from media_codecs.errors import CorruptMedia, UnsupportedFormat
 if TYPE_CHECKING:
     from lxml import etree
 
+    from media_codecs.disclosure import Disclosure
+
 SVC_NAMESPACE = "https://ns.provenance.example/svc/1.0/"
+IPTC_EXT_NAMESPACE = "http://iptc.org/std/Iptc4xmpExt/2008-02-29/"
 RDF_NAMESPACE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 TOKEN_TAG = f"{{{SVC_NAMESPACE}}}Token"
 _DESCRIPTION_TAG = f"{{{RDF_NAMESPACE}}}Description"
@@ -36,12 +43,27 @@ _EMPTY_PACKET = (
     b'<?xpacket end="w"?>'
 )
 
+# Disclosure.fields() name -> the element that carries it, in the order they are written.
+DISCLOSURE_ELEMENTS = {
+    "source_type": "Iptc4xmpExt:DigitalSourceType",
+    "system_name": "Iptc4xmpExt:AISystemUsed",
+    "system_version": "Iptc4xmpExt:AISystemVersionUsed",
+    "provider_name": "svc:Provider",
+    "created": "svc:Created",
+    "identifier": "svc:Identifier",
+}
+_PREFIXES = {"svc": SVC_NAMESPACE, "Iptc4xmpExt": IPTC_EXT_NAMESPACE}
+_DISCLOSURE_TAGS = {f"{{{_PREFIXES[name.split(':')[0]]}}}{name.split(':')[1]}" for name in DISCLOSURE_ELEMENTS.values()}
+
 _OUR_DESCRIPTION = re.compile(
     rb'<rdf:Description xmlns:rdf="'
     + re.escape(RDF_NAMESPACE.encode())
     + rb'" xmlns:svc="'
     + re.escape(SVC_NAMESPACE.encode())
-    + rb'" rdf:about="[^"<>]*"><svc:Token>[^<>]*</svc:Token>'
+    + rb'"(?: xmlns:Iptc4xmpExt="'
+    + re.escape(IPTC_EXT_NAMESPACE.encode())
+    + rb'")? rdf:about="[^"<>]*"><svc:Token>[^<>]*</svc:Token>'
+    rb"(?:<(svc|Iptc4xmpExt):(\w+)>[^<>]*</\1:\2>)*"
     rb"</rdf:Description>"
 )
 # XML 1.0 section 2.2: characters outside this set cannot appear in a document at all.
@@ -56,26 +78,43 @@ def _parser() -> etree.XMLParser:
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 
 
-def build_packet(token: str) -> bytes:
-    """Return a complete XMP packet carrying only `token`.
+def build_packet(token: str, disclosure: Disclosure | None = None) -> bytes:
+    """Return a complete XMP packet carrying only `token` (and `disclosure`).
 
     Raises ValueError when the token contains characters XML cannot carry.
     """
-    return merge_token(None, token)
+    return merge_token(None, token, disclosure)
 
 
-def merge_token(packet: bytes | None, token: str) -> bytes:
-    """Return `packet` (or a new packet) carrying `token` in place of any token of ours.
+def merge_token(packet: bytes | None, token: str, disclosure: Disclosure | None = None) -> bytes:
+    """Return `packet` (or a new packet) carrying `token` (and `disclosure`) in place of any token of ours.
 
     Raises CorruptMedia when `packet` is not well-formed XMP, ValueError for a bad token.
     """
     if _XML_INVALID_CHARACTER.search(token) or not token:
         raise ValueError("the token must be a non-empty string of XML characters")
+    fields = {} if disclosure is None else {name: _XML_INVALID_CHARACTER.sub("", value)
+                                             for name, value in disclosure.fields().items()}
     base = _EMPTY_PACKET if packet is None else remove_token(packet) or _EMPTY_PACKET
     rdf = _find_rdf(_parse(base))
     about = _first_about(rdf)
     closing_at = _closing_rdf_offset(base, rdf)
-    return base[:closing_at] + _our_description(about, token) + base[closing_at:]
+    return base[:closing_at] + _our_description(about, token, fields) + base[closing_at:]
+
+
+def read_disclosure(packet: bytes) -> dict[str, str]:
+    """The disclosure fields the packet carries beside our token, by Disclosure.fields() name ({} for none)."""
+    try:
+        root = _parse(packet)
+    except CorruptMedia:
+        return {}
+    found = {}
+    for name, element in DISCLOSURE_ELEMENTS.items():
+        prefix, local = element.split(":")
+        node = next(root.iter(f"{{{_PREFIXES[prefix]}}}{local}"), None)
+        if node is not None and node.text and node.text.strip():
+            found[name] = node.text.strip()
+    return found
 
 
 def read_token(packet: bytes) -> str | None:
@@ -145,6 +184,8 @@ def _remove_token_nodes(root: etree._Element) -> None:
     for element in list(root.iter(TOKEN_TAG)):
         parent = element.getparent()
         parent.remove(element)
+        for disclosed in [child for child in parent if child.tag in _DISCLOSURE_TAGS]:  # the signing's, with it
+            parent.remove(disclosed)
         if _is_bare_description(parent):
             parent.getparent().remove(parent)
     for description in root.iter(_DESCRIPTION_TAG):
@@ -173,14 +214,17 @@ def _closing_rdf_offset(packet: bytes, rdf: etree._Element) -> int:
     return matches[-1].start()
 
 
-def _our_description(about: str, token: str) -> bytes:
+def _our_description(about: str, token: str, fields: dict[str, str]) -> bytes:
     # Declares xmlns:rdf itself so the element is valid whatever prefix the host packet uses.
     # (xml.sax.saxutils imported here: it pulls in urllib.request, http and ssl, which hashing never needs.)
     from xml.sax.saxutils import escape
 
+    iptc = f' xmlns:Iptc4xmpExt="{IPTC_EXT_NAMESPACE}"' if fields else ""
+    disclosed = "".join(f"<{DISCLOSURE_ELEMENTS[name]}>{escape(value)}</{DISCLOSURE_ELEMENTS[name]}>"
+                        for name, value in fields.items())
     return (
-        f'<rdf:Description xmlns:rdf="{RDF_NAMESPACE}" xmlns:svc="{SVC_NAMESPACE}" '
-        f"rdf:about={_double_quoted(about)}><svc:Token>{escape(token)}</svc:Token></rdf:Description>"
+        f'<rdf:Description xmlns:rdf="{RDF_NAMESPACE}" xmlns:svc="{SVC_NAMESPACE}"{iptc} '
+        f"rdf:about={_double_quoted(about)}><svc:Token>{escape(token)}</svc:Token>{disclosed}</rdf:Description>"
     ).encode()
 
 

@@ -14,6 +14,7 @@ from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from media_codecs import Codec, CodecError, Media, MediaTooLarge, detect
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
+from media_codecs.disclosure import Disclosure, source_type_uri
 from media_codecs.progress import Progress, finish, parts
 from provenance.c2pa_embed import ManifestSubject, RecordStamp, manifest_embed
 from provenance.codec_errors import codec_errors
@@ -23,6 +24,7 @@ from provenance.services import RecordDraft, record_create
 from record_format import crypto
 from record_format.hashing import content_hash_of_media
 from record_format.payload import signed_payload_bytes
+from record_format.times import iso_timestamp
 from signer.signing import signature_of
 
 
@@ -107,7 +109,8 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
             mark_id = secrets.randbits(64)
             watermark_id = f"{mark_id:016x}"
             media = codec.open(codec.embed_watermark(media, mark_id, marking))  # the input's pixels go here
-        signed = codec.open(codec.embed_token(media, token))
+        signed_at = timezone.now()  # the record's, and the time of creation the file discloses
+        signed = codec.open(codec.embed_token(media, token, _disclosure(key.generator, record_id, signed_at)))
         del media  # a marked copy of a 50 MB file is not kept beside the signed one and its stripped copy
         content_hash = content_hash_of_media(signed)
         finish(hashing)
@@ -117,7 +120,7 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
                                    watermark_id=watermark_id)
     signature = signature_of(key=key, org_id=str(org.pk), purpose="record", algorithm=crypto.ALGORITHM,
                              message=message)
-    signed_at, output, stamp = timezone.now(), signed.data, RecordStamp(signature)
+    output, stamp = signed.data, RecordStamp(signature)
     if c2pa and codec.c2pa_carrier is not None:
         subject = ManifestSubject(record_id, model, key.generator_id, watermark_id, signed_at)
         output = manifest_embed(signed, subject=subject, key=key, parent=upstream, stamp=stamp, progress=embedding)
@@ -129,6 +132,15 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
         record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream,
         signature_timestamp=stamp.token, signed_at=signed_at)
     return PreparedSigning(data=output, draft=draft, token=token, codec=codec, manifest=output is not signed.data)
+
+
+def _disclosure(generator, record_id: uuid.UUID, signed_at) -> Disclosure:
+    """What the signed file discloses (media_codecs/disclosure.py): the generator's declaration, the signing
+    time and the record id."""
+    return Disclosure(source_type=source_type_uri(generator.digital_source_type),
+                      provider_name=generator.provider_name, system_name=generator.system_name,
+                      system_version=generator.system_version, created=iso_timestamp(signed_at),
+                      identifier=str(record_id))
 
 
 # The parts of a signing's progress, by their rough share of its work: a watermark re-encodes the content,

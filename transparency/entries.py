@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 
 from record_format.payload import SIGNED_FIELDS
+from record_format.times import iso_timestamp
 
 MAX_ENTRY_BYTES = 0xFFFF  # entry bundles prefix each entry with a big-endian uint16 length
-
-
-def iso_timestamp(moment: datetime) -> str:
-    """ISO 8601 UTC ending in Z, spelled as the API shows timestamps (DRF: isoformat, +00:00 -> Z)."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def entry_bytes(*, record_id: str, signed_payload: dict[str, str], signature: bytes, kid: str,

@@ -9,7 +9,7 @@ from core.validation import serializers
 from media_codecs.disclosure import source_type_uri
 from provenance.serializers import LogField
 from record_format.manifest_checks import CHECKS
-from transparency.entries import iso_timestamp
+from record_format.times import iso_timestamp
 from verification.soft_binding import ALGORITHMS
 from verification.summary import summary
 

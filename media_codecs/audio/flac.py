@@ -38,6 +38,7 @@ from media_codecs.audio.base import (
     libsndfile_window,
 )
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
 if TYPE_CHECKING:
@@ -335,7 +336,7 @@ class FlacCodec(AudioCodec):
     def stream_info(self, container: FlacFile) -> StreamInfo:
         return container.info
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Put `SVC_TOKEN=<token>` last in the VORBIS_COMMENT block (created when missing), replacing ours.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.

@@ -36,6 +36,7 @@ from media_codecs.audio.base import (
     libsndfile_window,
 )
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ class Mp3Codec(AudioCodec):
         first = container.stream.first
         return StreamInfo(first.sample_rate, first.channels, container.stream.frames)
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Put `token` in a TXXX frame of the leading ID3v2 tag (created when missing), replacing ours.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.

@@ -27,6 +27,7 @@ from media_codecs import riff
 from media_codecs.audio import pcm
 from media_codecs.audio.base import BLOCK_FRAMES, AudioCodec, StreamInfo, check_token
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.riff import Chunk, make_chunk
 
@@ -184,7 +185,7 @@ class WavCodec(AudioCodec):
         fmt = container.format
         return StreamInfo(fmt.sample_rate, fmt.channels, container.frames, fmt.bits)
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Put `token` in an `svct` chunk before `data`, replacing ours. Raises CodecError, ValueError."""
         payload = check_token(token)
         wav = self.media(content).container

@@ -30,6 +30,7 @@ class ImageCodec(Codec):
     family = "image"
     token_source = "xmp"
     can_watermark = True
+    discloses_in_metadata = True  # in the XMP packet, beside the token
     hash_covers_mark = True  # the hash covers the coding segments and scans the pixels are decoded from
     fingerprint_kind = "image-phash"  # imagehash's 64-bit DCT pHash
     pillow_format: ClassVar[str]  # Pillow's name for the format ("JPEG")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from media_codecs import xmp
 from media_codecs.base import Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import pixels
 from media_codecs.image.base import ImageCodec
@@ -222,7 +223,7 @@ class JpegCodec(ImageCodec):
     def canvas_size(self, container: JpegContainer) -> tuple[int, int]:
         return container.size
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Put `token` in the XMP segment, merged into an existing packet if there is one.
 
         Raises UnsupportedFormat, CorruptMedia; ValueError for a token XML cannot carry.
@@ -231,7 +232,7 @@ class JpegCodec(ImageCodec):
         segments = list(container.segments)
         index = _xmp_index(segments)
         existing = None if index is None else _xmp_packet(segments[index])
-        segment = make_segment(_APP1, XMP_HEADER + xmp.merge_token(existing, token))
+        segment = make_segment(_APP1, XMP_HEADER + xmp.merge_token(existing, token, disclosure))
         if index is None:
             segments.insert(_xmp_insert_index(segments), segment)
         else:

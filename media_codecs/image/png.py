@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from media_codecs import xmp
 from media_codecs.base import Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import pixels
 from media_codecs.image.base import ImageCodec
@@ -197,7 +198,7 @@ class PngCodec(ImageCodec):
     def canvas_size(self, container: tuple[list[Chunk], memoryview]) -> tuple[int, int]:
         return image_size(container[0])
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Put `token` in the XMP chunk (merged into an existing packet), placed before IDAT.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.
@@ -206,7 +207,7 @@ class PngCodec(ImageCodec):
         chunks = list(chunks)
         index = _xmp_index(chunks)
         existing = None if index is None else xmp_packet(chunks[index])
-        chunk = make_xmp_chunk(xmp.merge_token(existing, token))
+        chunk = make_xmp_chunk(xmp.merge_token(existing, token, disclosure))
         if index is None:
             chunks.insert(_xmp_insert_index(chunks), chunk)
         else:

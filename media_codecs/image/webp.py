@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from media_codecs import riff, xmp
 from media_codecs.base import Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.image import pixels, vp8
 from media_codecs.image.base import ImageCodec
@@ -211,7 +212,7 @@ class WebpCodec(ImageCodec):
     def canvas_size(self, container: tuple[list[Chunk], memoryview]) -> tuple[int, int]:
         return canvas_size(container[0])
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Put `token` in the XMP chunk, converting a simple file to the extended format.
 
         Raises UnsupportedFormat, CorruptMedia; ValueError for a bad token.
@@ -220,7 +221,7 @@ class WebpCodec(ImageCodec):
         chunks = _extended(list(chunks))
         index = _xmp_index(chunks)
         existing = None if index is None else chunks[index].payload
-        chunk = make_chunk(b"XMP ", xmp.merge_token(existing, token))
+        chunk = make_chunk(b"XMP ", xmp.merge_token(existing, token, disclosure))
         if index is None:
             chunks.insert(_xmp_insert_index(chunks), chunk)
         else:

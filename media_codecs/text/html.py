@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.progress import Progress
 from media_codecs.text import zerowidth
 from media_codecs.text.base import Utf8TextCodec, head_text
@@ -189,7 +190,7 @@ class HtmlCodec(Utf8TextCodec):
         run = zerowidth.run_for(mark_id)
         return splice(unmarked, [(site, run) for site in mark_sites(document)]).encode("utf-8")
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Our meta element after `<head>` (or where the head would begin), replacing ours. ValueError for
         a token that is not `svc_` and [A-Za-z0-9_.-]."""
         if not re.fullmatch(_TOKEN, token):

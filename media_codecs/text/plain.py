@@ -10,6 +10,7 @@ the text exactly as it was submitted: a BOM and CRLF line ends included.
 from __future__ import annotations
 
 from media_codecs.base import SCORE_FALLBACK, SCORE_NONE, Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.progress import Progress
 from media_codecs.text import zerowidth
 from media_codecs.text.base import Utf8TextCodec, head_text
@@ -32,7 +33,7 @@ class PlainTextCodec(Utf8TextCodec):
     def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
         return zerowidth.embed(self.media(content).container, mark_id).encode("utf-8")
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Plain text carries no token: the content comes back as it is."""
         return self.media(content).data
 

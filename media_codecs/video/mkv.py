@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CodecError, CorruptMedia, UnsupportedFormat
 from media_codecs.video import ebml
 from media_codecs.video.base import VideoCodec, check_token
@@ -67,7 +68,7 @@ class MatroskaCodec(VideoCodec):
         return [element for element in media.container.elements if element.id == ebml.VOID_ID
                 and media.data[element.data_start : element.data_start + len(SENTINEL)] == SENTINEL]
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Append the trailer carrying `token` after the last top-level element, replacing ours.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import UnsupportedFormat
 from media_codecs.video import bmff
 from media_codecs.video.base import VideoCodec, check_token
@@ -79,7 +80,7 @@ class Mp4Codec(VideoCodec):
 
         return carrier.QUICKTIME_CARRIER if self.quicktime else carrier.BMFF_CARRIER
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Append a `cerv` box carrying `token` after the last top-level box, replacing ours.
 
         Raises UnsupportedFormat (a `cerv` box behind another box), CorruptMedia, MediaTooLarge;

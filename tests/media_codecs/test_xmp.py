@@ -5,6 +5,7 @@ from conftest import OTHER_TOKEN, TOKEN, XMP_WITH_CREATOR
 from lxml import etree
 
 from media_codecs import CorruptMedia, xmp
+from media_codecs.disclosure import Disclosure, source_type_uri
 
 DC_CREATOR = "{http://purl.org/dc/elements/1.1/}creator"
 
@@ -93,3 +94,32 @@ def test_entities_are_not_expanded() -> None:
         b"<svc:Token>&b;</svc:Token></rdf:Description></rdf:RDF></x:xmpmeta>"
     )
     assert xmp.read_token(bomb) in (None, "")
+
+
+DISCLOSURE = Disclosure(source_type_uri("trainedAlgorithmicMedia"), "Acme <AI> & Co", "Acme Diffusion", "3.1",
+                        "2026-11-28T02:30:00Z", "01234567-89ab-4def-8123-456789abcdef")
+
+
+def test_the_disclosure_travels_with_the_token_and_goes_with_it() -> None:
+    merged = xmp.merge_token(XMP_WITH_CREATOR, TOKEN, DISCLOSURE)
+    root = etree.fromstring(merged)
+    assert next(root.iter(f"{{{xmp.IPTC_EXT_NAMESPACE}}}DigitalSourceType")).text == DISCLOSURE.source_type
+    assert xmp.read_disclosure(merged) == DISCLOSURE.fields()
+    assert xmp.read_token(merged) == TOKEN
+    assert xmp.remove_token(merged) == XMP_WITH_CREATOR
+    replaced = xmp.merge_token(merged, OTHER_TOKEN)  # signed again without one: no stale disclosure is left
+    assert xmp.read_disclosure(replaced) == {} and xmp.read_token(replaced) == OTHER_TOKEN
+
+
+def test_a_disclosure_rewritten_by_another_tool_goes_with_the_token() -> None:
+    merged = xmp.merge_token(XMP_WITH_CREATOR, TOKEN, DISCLOSURE).replace(b"<svc:Token>", b"<svc:Token >")
+    removed = xmp.remove_token(merged)
+    assert xmp.read_token(removed) is None and xmp.read_disclosure(removed) == {} and b"Ada Lovelace" in removed
+
+
+def test_empty_names_are_left_out_and_characters_xml_cannot_carry_are_dropped() -> None:
+    packet = xmp.build_packet(TOKEN, Disclosure(DISCLOSURE.source_type, provider_name="Acme\x00\x07 AI",
+                                                identifier="id-1"))
+    assert xmp.read_disclosure(packet) == {"source_type": DISCLOSURE.source_type, "provider_name": "Acme AI",
+                                           "identifier": "id-1"}
+    assert b"AISystemUsed" not in packet and xmp.remove_token(packet) is None

@@ -2,6 +2,7 @@
 same bytes as the synchronous route, which passes none."""
 
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,6 +13,7 @@ from tests.media import photo_bytes
 pytestmark = pytest.mark.django_db
 MARK_ID = 0x0123456789ABCDEF
 RECORD_ID = uuid.UUID("01234567-89ab-4def-8123-456789abcdef")
+SIGNED_AT = datetime(2026, 11, 28, 2, 30, tzinfo=UTC)
 
 SAMPLES = {
     "wav": lambda: audio.tagged_wav(audio.noise(seconds=8.0)),
@@ -27,9 +29,11 @@ class Heard(list):
 
 @pytest.fixture
 def same_ids(monkeypatch):
-    """The record id and the mark id fixed, so that two signings of one file can be compared byte for byte."""
+    """The record id, the mark id and the signing time (which the file discloses) fixed, so that two signings
+    of one file can be compared byte for byte."""
     monkeypatch.setattr(signing.uuid, "uuid4", lambda: RECORD_ID)
     monkeypatch.setattr(signing.secrets, "randbits", lambda bits: MARK_ID)
+    monkeypatch.setattr(signing.timezone, "now", lambda: SIGNED_AT)
 
 
 def _prepare(org, generator, data, progress=None):

@@ -32,3 +32,10 @@ def default_disclosure(result: dict) -> dict:
     return {"digital_source_type": "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia",
             "provider_name": "", "system_name": "", "system_version": "",
             "created": result["provenance"]["signed_at"], "identifier": result["record_id"]}
+
+
+def iso(moment) -> str:
+    """A moment as the API and the files spell it."""
+    from record_format.times import iso_timestamp
+
+    return iso_timestamp(moment)

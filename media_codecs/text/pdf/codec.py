@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from media_codecs import xmp
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media, Work, file_units
+from media_codecs.disclosure import Disclosure
 from media_codecs.text.base import TextCodec
 from media_codecs.text.pdf.c2pa import without_our_manifest
 from media_codecs.text.pdf.document import HEADER, HEADER_WINDOW, Document, read_document
@@ -22,6 +23,7 @@ class PdfCodec(TextCodec):
     format = "pdf"
     mime_type = "application/pdf"
     token_source = "xmp"
+    discloses_in_metadata = True  # in the document's XMP, beside the token
     can_watermark = False  # the zero-width text mark is for plain text and HTML only
     fingerprint_kind = None
 
@@ -55,13 +57,13 @@ class PdfCodec(TextCodec):
         objects = media.container.size
         return Work(self.family, objects, "objects", file_units(media.data) + objects / 1e5)
 
-    def embed_token(self, content: bytes | Media, token: str) -> bytes:
+    def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Append our incremental update carrying `token` (replacing our update if the file ends with it).
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.
         """
         original = self._original(self.media(content))
-        return original.data + compose_update(original, token)
+        return original.data + compose_update(original, token, disclosure)
 
     def extract_token(self, content: bytes | Media) -> str | None:
         """Our token from the current catalog's XMP packet. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""

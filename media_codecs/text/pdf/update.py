@@ -17,6 +17,7 @@ how the update is recognised, and any byte changed inside it makes the file not 
 from __future__ import annotations
 
 from media_codecs import xmp
+from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CodecError, UnsupportedFormat
 from media_codecs.text.pdf.document import Document, read_document
 
@@ -24,15 +25,15 @@ MARKER = b"\n%svc provenance token update\n"
 _ROW_WIDTHS = (1, 4, 2)  # type, offset (2**32 > the 50 MB upload limit), generation
 
 
-def compose_update(document: Document, token: str) -> bytes:
-    """The update that gives `document` our token, merged into its XMP.
+def compose_update(document: Document, token: str, disclosure: Disclosure | None = None) -> bytes:
+    """The update that gives `document` our token (and `disclosure`), merged into its XMP.
 
     Raises UnsupportedFormat when its metadata cannot be read or merged, CorruptMedia for a
     malformed packet, ValueError for a bad token.
     """
     if document.metadata_error:
         raise UnsupportedFormat(f"the PDF's metadata stream cannot be read: {document.metadata_error}")
-    packet = xmp.merge_token(document.metadata, token)
+    packet = xmp.merge_token(document.metadata, token, disclosure)
     metadata_number = document.size
     origin = len(document.data) - document.shift  # offsets as this file writes them
     out = bytearray(MARKER)
@@ -57,12 +58,18 @@ def without_our_update(document: Document, token: str | None) -> Document:
         return document
     try:
         previous = read_document(data[:start])
-        expected = compose_update(previous, token)
+        expected = compose_update(previous, token, _disclosure_in(document))
     except (CodecError, ValueError):
         return document
     if len(data) - start == len(expected) and data.endswith(expected):
         return previous
     return document
+
+
+def _disclosure_in(document: Document) -> Disclosure | None:
+    """The disclosure our update wrote beside the token, read back so the update can be recognised whole."""
+    fields = {} if document.metadata is None else xmp.read_disclosure(document.metadata)
+    return Disclosure(**{"source_type": "", **fields}) if fields else None
 
 
 def _catalog(document: Document, metadata_number: int) -> bytes:
