@@ -32,6 +32,7 @@ from generators.selectors import current_key
 from media_codecs import CodecError, Media, detect
 from media_codecs.c2pa import ManifestFacts, UpstreamManifest, embed, upstream_from_store
 from media_codecs.c2pa.manifest import COSE_ALG_ES256, COSE_ALG_ML_DSA_65, HYBRID, CoseKey, ManifestSigner
+from media_codecs.disclosure import source_type_uri
 from media_codecs.progress import Progress, finish, parts
 from provenance.codec_errors import codec_errors
 from provenance.models import NO_WATERMARK, Record
@@ -119,7 +120,8 @@ def manifest_embed(media: Media, *, subject: ManifestSubject, key: GeneratorKey,
         token=record_token(subject.record_id), certificate_chain=credentials.ml_dsa_chain,
         public_key_url=f"{settings.PUBLIC_BASE_URL}/v1/keys/{subject.generator_id}",
         watermark_id=None if subject.watermark_id == NO_WATERMARK else int(subject.watermark_id, 16),
-        claim_generator=CLAIM_GENERATOR, created_at=_iso_z(subject.signed_at))
+        claim_generator=CLAIM_GENERATOR, created_at=_iso_z(subject.signed_at),
+        digital_source_type=source_type_uri(key.generator.digital_source_type))
     signer = manifest_signer(key, credentials, stamp)
     try:
         with codec_errors(media.codec):

@@ -91,6 +91,7 @@ class ManifestFacts:
     claim_generator: str = "Provenance Service"
     claim_generator_version: str = "1.0"
     created_at: str | None = None  # ISO 8601, the action's `when`
+    digital_source_type: str = TRAINED_ALGORITHMIC_MEDIA  # the IPTC URI the generator declares
 
 
 Signer = Callable[[bytes], bytes]
@@ -273,7 +274,7 @@ def cbor_assertion(label: str, content: dict) -> jumbf.SuperBox:
 def _assertions(facts: ManifestFacts, signer: ManifestSigner, binding: tuple[str, dict],
                 parent: UpstreamManifest | None) -> list[jumbf.SuperBox]:
     """The assertion boxes in store order: the ingredient first (the opened action hashes it), then the rest."""
-    created: dict = {"action": "c2pa.created", "digitalSourceType": TRAINED_ALGORITHMIC_MEDIA,
+    created: dict = {"action": "c2pa.created", "digitalSourceType": facts.digital_source_type,
                      "softwareAgent": {"name": facts.claim_generator, "version": facts.claim_generator_version}}
     if facts.created_at:
         created["when"] = facts.created_at

@@ -13,6 +13,7 @@ import pytest
 from dilithium_py.ml_dsa import ML_DSA_65
 
 from billing.models import UsageCounter
+from generators.models import Generator
 from media_codecs import jumbf
 from media_codecs.c2pa import read_manifest, strip_manifest
 from media_codecs.c2pa.manifest import COSE_COUNTERSIGNATURE, countersign_structure, sig_structure
@@ -209,3 +210,18 @@ def test_an_upstream_manifest_becomes_the_trusted_manifests_ingredient(fmt, clie
     result = verify(api_client, response.content)
     checks = {check["check"]: check["status"] for check in result["c2pa"]["checks"]}
     assert result["authentic"] and checks["ingredients"] == "valid", result
+
+
+@pytest.mark.parametrize("fmt", ["png", "wav"])
+def test_the_manifests_action_carries_the_declared_source_type(fmt, client, growth, api_client):
+    generator = _generator(growth, "hybrid")
+    Generator.objects.filter(pk=generator.pk).update(digital_source_type="compositeWithTrainedAlgorithmicMedia")
+    response = sign(client, generator, content(fmt), model="gen-model", c2pa="true")
+    assert response.status_code == 201, response.content[:300]
+    report = _trusted_report(api_client, response.content, MIME[fmt])
+    manifest = report["manifests"][report["active_manifest"]]
+    actions = next(a["data"]["actions"] for a in manifest["assertions"] if a["label"].startswith("c2pa.actions"))
+    assert actions[0]["action"] == "c2pa.created"
+    assert actions[0]["digitalSourceType"] == ("http://cv.iptc.org/newscodes/digitalsourcetype/"
+                                               "compositeWithTrainedAlgorithmicMedia")
+    assert _codes(report, "failure") == []
