@@ -59,6 +59,9 @@ class Record(models.Model):
     # (docs/decisions.md, "Verify's cost").
     mark_in_file = models.BooleanField(null=True, editable=False)
     signed_at = models.DateTimeField(default=timezone.now)
+    # The Disclosure flags (provenance/disclosures.py) the signed file carried; null: not recorded (no path
+    # stores that today; docs/decisions.md, "Disclosures per record").
+    disclosures = models.SmallIntegerField(null=True, blank=True, editable=False)
     # The record's index in the transparency log, set by the sequencer (transparency/services.py) in the
     # transaction that adds it to the tree; null until then. Record creation never touches it.
     log_index = models.BigIntegerField(null=True, blank=True, editable=False)
