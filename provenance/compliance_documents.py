@@ -20,10 +20,10 @@ CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "pdf": "application/pdf"}
 UNSPECIFIED = "unspecified"
 CSV_COLUMNS = ("format", "signatures", *DISCLOSURE_NAMES, "not_recorded")
 DISCLOSURE_WORDS = {
-    "mark": "invisible watermark",
-    "metadata": "token and disclosure metadata in the file",
-    "c2pa": "C2PA manifest embedded",
-    "visible": "visible AI label",
+    "mark": "an invisible watermark",
+    "metadata": "its token and disclosure metadata in the file's metadata",
+    "c2pa": "an embedded C2PA manifest",
+    "visible": "a visible AI label",
 }
 
 
@@ -116,7 +116,7 @@ def report_pdf(report: ComplianceReport) -> bytes:
     pdf.ln(2)
     pdf.set_font("Helvetica", size=8)
     for name in DISCLOSURE_NAMES:
-        _line(pdf, f"{name}: signatures whose signed file carried a {DISCLOSURE_WORDS[name]}.", height=4)
+        _line(pdf, f"{name}: signatures whose signed file carried {DISCLOSURE_WORDS[name]}.", height=4)
     _line(pdf, "not_recorded: signatures whose disclosures were not recorded. unspecified: records a client "
                "signed itself without naming a format (the service wrote no file for them).", height=4)
     return bytes(pdf.output())
