@@ -39,10 +39,17 @@ def report_period(*, since: datetime | None, until: datetime | None) -> Period:
 
     Raises ValidationFailed when `since` is not before `until`."""
     until = until or timezone.now()
-    since = since or until - DEFAULT_PERIOD
+    since = since or _days_before(until, DEFAULT_PERIOD)
     if since >= until:
         raise ValidationFailed(details={"from": ["Must be earlier than `to` (default: now)."]})
     return Period(since=since, until=until)
+
+
+def _days_before(moment: datetime, period: timedelta) -> datetime:
+    try:
+        return moment - period
+    except OverflowError:  # a `to` in the first days of year 1
+        return datetime.min.replace(tzinfo=moment.tzinfo)
 
 
 def detection_tool_url() -> str:

@@ -166,6 +166,11 @@ def test_from_is_included_and_to_excluded(client, growth):
     assert body["period"] == {"from": "2026-03-01T00:00:00Z", "to": "2026-03-08T00:00:00Z"}
 
 
+def test_a_to_in_the_first_days_of_year_one_starts_the_period_at_the_first_instant(client):
+    body = client.get(URL, {"to": "0001-01-02"}).json()
+    assert body["period"] == {"from": "0001-01-01T00:00:00Z", "to": "0001-01-02T00:00:00Z"}
+
+
 def test_the_default_period_is_the_last_30_days(client, growth):
     generator, seed = factories.make_client_generator(org=growth)
     now = timezone.now()
