@@ -54,6 +54,7 @@ GATED_FEATURES: dict[str, str] = {
     "webhooks": "growth",
     "admin_invites": "growth",
     "audit_export": "growth",
+    "compliance_export": "growth",  # the compliance report as CSV or PDF (JSON on every plan)
 }
 
 

@@ -45,6 +45,7 @@ api_v1 = [
     path("records", include(provenance_urls.records)),
     path("jobs", include(jobs_urls.jobs)),
     path("audit", include("audit.urls")),
+    path("compliance", include(provenance_urls.compliance)),
     path("verify", include(verification_urls.verify)),
     path("c2pa/", include(verification_urls.c2pa)),
     path("c2pa/", include(generators_urls.c2pa)),

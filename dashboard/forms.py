@@ -201,6 +201,42 @@ class AuditFilterForm(forms.Form):
                            if last and last < date.max else None)
 
 
+class ComplianceReportForm(forms.Form):
+    """The compliance page's period, sent by GET: whole days in UTC, both ends included; by default the 30 days
+    ending today."""
+
+    DAYS = 30
+
+    def __init__(self, *args, today: date, **kwargs):
+        super().__init__(*args, label_suffix="", **kwargs)
+        self.today = today
+        # `from` is a Python keyword; the names match the API's parameters, so links and bookmarks read alike.
+        self.fields["from"] = forms.DateField(label="From (UTC)", required=False,
+                                              widget=forms.DateInput(attrs={"type": "date"}))
+        self.fields["to"] = forms.DateField(label="To (UTC, included)", required=False,
+                                            widget=forms.DateInput(attrs={"type": "date"}))
+
+    def clean(self):
+        data = super().clean()
+        last = data.get("to") or self.today
+        if last >= date.max:
+            self.add_error("to", "Choose a day before 9999-12-31.")
+        elif data.get("from") and last < data["from"]:
+            self.add_error("to", "The last day is before the first.")
+        return data
+
+    def days(self) -> tuple[date, date]:
+        """The first and the last day of the valid period, the defaults filled in."""
+        last = self.cleaned_data.get("to") or self.today
+        first = self.cleaned_data.get("from") or date.fromordinal(max(1, last.toordinal() - (self.DAYS - 1)))
+        return first, last
+
+    def bounds(self) -> tuple[datetime, datetime]:
+        """The valid period as instants: midnight UTC of the first day to midnight after the last."""
+        first, last = self.days()
+        return datetime.combine(first, time(), UTC), datetime.combine(last + timedelta(days=1), time(), UTC)
+
+
 class VerifyForm(forms.Form):
     content = forms.FileField(label="File to check (image, audio, text or video, at most 50 MB)")
     token = forms.CharField(label="Token (optional: a svc_ token you were given with the file)", max_length=256,

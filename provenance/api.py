@@ -6,10 +6,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.parsers import MultiPartParser
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.gates import require_feature
+from audit.api import ExportFormatNegotiation
 from core.cors import PublicCors
 from core.idempotency import idempotent
 from core.throttles import VerifyIpThrottle
@@ -20,6 +22,7 @@ from provenance import selectors, services
 from provenance import serializers as s
 from provenance.c2pa_embed import record_c2pa_embed
 from provenance.c2pa_json import c2pa_manifest
+from provenance.compliance import compliance_download, compliance_report, report_period
 from provenance.signing import content_sign
 
 # What POST /v1/sign answers with: each codec's MIME type without its parameters (tests/config/test_openapi.py
@@ -185,3 +188,36 @@ class RecordC2paEmbedView(APIView):
         """The asset with its manifest (jobs/api.py answers `Prefer: respond-async` with a job instead)."""
         embedded = record_c2pa_embed(org=request.org, record_id=record_id, data=uploaded_bytes(request, "content"))
         return HttpResponse(embedded.data, content_type=embedded.mime_type)
+
+
+class ComplianceExportEnabled(BasePermission):
+    """The report as CSV or PDF: 402 `plan_required` below Growth, then 403 `email_not_verified`; JSON for all."""
+
+    def has_permission(self, request, view) -> bool:
+        if request.query_params.get("format") in ("csv", "pdf"):
+            require_feature(request.org, "compliance_export")
+        return True
+
+
+REPORT_DOCUMENT = "CSV: a header row, one row per format, an `all` row, then `verifications,<total>`. PDF: one page."
+
+
+class ComplianceReportView(APIView):
+    """The organization's signatures per format with the disclosures their files carried, and the
+    verifications of its content, over a period (`from` included, `to` excluded)."""
+
+    permission_classes = [IsAuthenticated, ComplianceExportEnabled]
+    content_negotiation_class = ExportFormatNegotiation
+
+    @extend_schema(parameters=[s.ComplianceReportQuery], tags=["compliance"], responses={
+        200: s.ComplianceReportOutput,
+        (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description=REPORT_DOCUMENT),
+        (200, "application/pdf"): OpenApiResponse(OpenApiTypes.BINARY, description=REPORT_DOCUMENT),
+        402: OpenApiResponse(description="`plan_required`: CSV or PDF on a plan below Growth.")})
+    def get(self, request):
+        query = validated_query(s.ComplianceReportQuery, request)
+        report = compliance_report(org=request.org, period=report_period(since=query.get("from"),
+                                                                         until=query.get("to")))
+        if query["format"] == "json":
+            return Response(s.ComplianceReportOutput(report).data)
+        return compliance_download(report=report, format=query["format"])

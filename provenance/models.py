@@ -59,6 +59,9 @@ class Record(models.Model):
     # (docs/decisions.md, "Verify's cost").
     mark_in_file = models.BooleanField(null=True, editable=False)
     signed_at = models.DateTimeField(default=timezone.now)
+    # The Disclosure flags (provenance/disclosures.py) the signed file carried; null: not recorded (no path
+    # stores that today; docs/decisions.md, "Disclosures per record").
+    disclosures = models.SmallIntegerField(null=True, blank=True, editable=False)
     # The record's index in the transparency log, set by the sequencer (transparency/services.py) in the
     # transaction that adds it to the tree; null until then. Record creation never touches it.
     log_index = models.BigIntegerField(null=True, blank=True, editable=False)
@@ -68,8 +71,9 @@ class Record(models.Model):
     class Meta:
         ordering = ["-signed_at"]
         indexes = [
-            # The dashboard's record list and signatures-per-day chart: one organization, newest first.
-            models.Index(fields=["org", "-signed_at"], name="record_org_newest"),
+            # The dashboard's record list and signatures-per-day chart: one organization, newest first. It
+            # carries format and disclosures (PostgreSQL; migration 0014) for the compliance report's GROUP BY.
+            models.Index(fields=["org", "-signed_at"], include=["format", "disclosures"], name="record_org_newest"),
             # GET /v1/records filtered by generator, model or format, newest first, without a sort: a
             # filter matching few of an organization's many records reads only those, and its count is
             # an index-only scan. The organization is in each (the generator's too: PostgreSQL's generic

@@ -7,6 +7,8 @@ from drf_spectacular.utils import extend_schema_field
 from core.paging import PageQuery
 from core.validation import serializers
 from media_codecs import FAMILIES
+from provenance.compliance_documents import FORMATS as REPORT_FORMATS
+from provenance.compliance_documents import iso_utc
 from record_format import crypto, timestamp
 from record_format.hashing import is_content_hash
 
@@ -212,3 +214,63 @@ class RecordPageOutput(serializers.Serializer):
     total = serializers.IntegerField()
     page = serializers.IntegerField()
     limit = serializers.IntegerField()
+
+
+class ComplianceReportQuery(serializers.Serializer):
+    """GET /v1/compliance/report: the period and the document's format."""
+
+    format = serializers.ChoiceField(choices=REPORT_FORMATS, default="json", help_text=(
+        "json (default); csv and pdf on Growth and above."))
+
+    def get_fields(self) -> dict:
+        # `from` is a Python keyword, so the two bounds are added here rather than as class attributes.
+        return {**super().get_fields(),
+                "from": InstantField(required=False, help_text="Signed or verified at or after this instant "
+                                                               "(default: 30 days before `to`)."),
+                "to": InstantField(required=False, help_text="Signed or verified before this instant (default: now).")}
+
+
+class ComplianceDisclosuresOutput(serializers.Serializer):
+    mark = serializers.IntegerField(help_text="Signatures whose file carried an invisible watermark.")
+    metadata = serializers.IntegerField(help_text="Signatures whose file carried the token and disclosure metadata.")
+    c2pa = serializers.IntegerField(help_text="Signatures whose file carried an embedded C2PA manifest.")
+    visible = serializers.IntegerField(help_text="Signatures whose content carried a visible AI label.")
+    not_recorded = serializers.IntegerField(help_text="Signatures whose disclosures were not recorded.")
+
+
+class ComplianceFormatOutput(serializers.Serializer):
+    format = serializers.CharField(allow_null=True, help_text="A content family; null: client-managed records "
+                                                              "that named no format.")
+    signatures = serializers.IntegerField()
+    disclosures = serializers.SerializerMethodField()
+
+    @extend_schema_field(ComplianceDisclosuresOutput)
+    def get_disclosures(self, figures) -> dict:
+        return {**figures.disclosures, "not_recorded": figures.not_recorded}
+
+
+class ComplianceOrganizationOutput(serializers.Serializer):
+    id = serializers.CharField(source="organization_id")
+    name = serializers.CharField(source="organization_name")
+
+
+class ComplianceReportOutput(serializers.Serializer):
+    organization = ComplianceOrganizationOutput(source="*")
+    period = serializers.SerializerMethodField()
+    generated_at = serializers.SerializerMethodField()
+    signatures = serializers.SerializerMethodField()
+    formats = ComplianceFormatOutput(many=True)
+    verifications = serializers.IntegerField(help_text="Verifications that found one of the organization's records.")
+    detection_tool_url = serializers.URLField(help_text="The public page where anyone can check a file.")
+
+    @extend_schema_field({"type": "object", "properties": {"from": {"type": "string", "format": "date-time"},
+                                                           "to": {"type": "string", "format": "date-time"}},
+                          "required": ["from", "to"]})
+    def get_period(self, report) -> dict:
+        return {"from": iso_utc(report.since), "to": iso_utc(report.until)}
+
+    def get_generated_at(self, report) -> str:
+        return iso_utc(report.generated_at)
+
+    def get_signatures(self, report) -> int:
+        return report.total.signatures

@@ -29,6 +29,7 @@ from core.hot_sql import RowInserter
 from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from media_codecs.c2pa import UpstreamManifest
+from provenance.disclosures import CarriedDisclosure
 from provenance.models import FingerprintKind, Record, RecordFingerprint, RecordUpstreamManifest
 from provenance.phash_bands import signed_value
 from record_format import crypto
@@ -38,6 +39,8 @@ from webhooks.events import events_emit
 logger = logging.getLogger(__name__)
 
 PARALLEL_VERIFY_MIN = 8  # signatures per thread below which a hand-off costs more than it saves
+
+NO_DISCLOSURES = int(CarriedDisclosure(0))
 
 _insert_records = RowInserter(Record).insert  # bulk_create with its SQL built once (core/hot_sql.py)
 
@@ -59,6 +62,7 @@ class RecordDraft:
     upstream: UpstreamManifest | None = None  # the C2PA manifest the upload carried (POST /v1/sign)
     signature_timestamp: bytes | None = None  # already stamped (POST /v1/sign stamps with its manifest)
     signed_at: datetime.datetime | None = None  # preset when a manifest states it (POST /v1/sign with c2pa)
+    disclosures: int | None = None  # the CarriedDisclosure flags the signed file carries; None: not recorded
 
 
 def record_create(*, org: Organization, draft: RecordDraft) -> Record:
@@ -192,7 +196,8 @@ def _unverified_draft(org: Organization, submission: Submission,
         raise FormatNotSupported(f"This generator does not sign {submission.format} content.")
     draft = RecordDraft(key=key, content_hash=submission.content_hash, model=submission.model,
                         watermark_id=submission.watermark_id, signature=submission.signature, phash=submission.phash,
-                        fingerprint_kind=_client_fingerprint_kind(submission), format=submission.format)
+                        fingerprint_kind=_client_fingerprint_kind(submission), format=submission.format,
+                        disclosures=NO_DISCLOSURES)  # the service wrote no file: it disclosed nothing itself
     return draft, signed_payload_bytes(**expected)
 
 
@@ -242,7 +247,8 @@ def _record_from(org: Organization, draft: RecordDraft) -> Record:
     record = Record(
         id=draft.record_id or uuid.uuid4(), org=org, generator_id=draft.key.generator_id, key=draft.key,
         model=draft.model, watermark_id=draft.watermark_id, content_hash=draft.content_hash,
-        signature=draft.signature, signature_timestamp=draft.signature_timestamp, format=draft.format)
+        signature=draft.signature, signature_timestamp=draft.signature_timestamp, format=draft.format,
+        disclosures=draft.disclosures)
     if draft.signed_at is not None:
         record.signed_at = draft.signed_at
     if draft.more_fingerprints and not draft.phash:

@@ -18,6 +18,7 @@ from media_codecs.disclosure import Disclosure, source_type_uri
 from media_codecs.progress import Progress, finish, parts
 from provenance.c2pa_embed import ManifestSubject, RecordStamp, manifest_embed
 from provenance.codec_errors import codec_errors
+from provenance.disclosures import CarriedDisclosure
 from provenance.models import NO_WATERMARK, Record
 from provenance.selectors import record_token
 from provenance.services import RecordDraft, record_create
@@ -130,7 +131,8 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
         phash=fingerprints[0] if fingerprints else None,
         fingerprint_kind=codec.fingerprint_kind if fingerprints else None, format=codec.family,
         record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream,
-        signature_timestamp=stamp.token, signed_at=signed_at)
+        signature_timestamp=stamp.token, signed_at=signed_at,
+        disclosures=file_disclosures(watermark_id=watermark_id, manifest=output is not signed.data))
     return PreparedSigning(data=output, draft=draft, token=token, codec=codec, manifest=output is not signed.data)
 
 
@@ -141,6 +143,17 @@ def _disclosure(generator, record_id: uuid.UUID, signed_at) -> Disclosure:
                       provider_name=generator.provider_name, system_name=generator.system_name,
                       system_version=generator.system_version, created=iso_timestamp(signed_at),
                       identifier=str(record_id))
+
+
+def file_disclosures(*, watermark_id: str, manifest: bool) -> int:
+    """The Disclosure flags of a file server-managed signing wrote: its token and metadata always, a mark when
+    one was embedded, a C2PA manifest when one was."""
+    flags = CarriedDisclosure.METADATA
+    if watermark_id != NO_WATERMARK:
+        flags |= CarriedDisclosure.MARK
+    if manifest:
+        flags |= CarriedDisclosure.C2PA
+    return int(flags)
 
 
 # The parts of a signing's progress, by their rough share of its work: a watermark re-encodes the content,

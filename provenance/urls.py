@@ -10,3 +10,5 @@ records = [
     path("/<uuid:record_id>", api.RecordDetailView.as_view()),
     path("/<uuid:record_id>/c2pa", api.RecordC2paView.as_view()),
 ]
+
+compliance = [path("/report", api.ComplianceReportView.as_view())]

@@ -22,6 +22,7 @@ MAX_EXAMPLES = 3
 CROSS_FIELD = {
     "GET /v1/audit": "`to` must be later than `from`",
     "GET /v1/audit/export": "`to` must be later than `from`",
+    "GET /v1/compliance/report": "`from` must be earlier than `to` (default: now)",
     "GET /v1/records": "`to` must be later than `from`",
     "GET /v1/log/consistency": "`first` may not exceed `second`",
     "GET /v1/log/inclusion": "exactly one of `record_id` and `index`",

@@ -141,6 +141,8 @@ PAGES = {
     # The audit page: the owner's verified email (export), then one query per kind of id its events name
     # (generators, members, webhooks), whatever the number of events.
     "/dashboard/audit": 10, "/dashboard/team/members/{member}/api-keys": 7,
+    # The compliance report: the owner's verified email (downloads), then its two aggregate queries.
+    "/dashboard/compliance": 7,
     # The confirmation pages.
     "/dashboard/api-keys/{org_key}/revoke": 6, "/dashboard/api-keys/personal/{own_key}/revoke": 6,
     "/dashboard/team/members/{member}/remove": 6, "/dashboard/team/members/{member}/api-keys/{member_key}/revoke": 6,

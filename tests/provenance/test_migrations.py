@@ -5,6 +5,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from generators.models import GeneratorKey
+from provenance.disclosures import CarriedDisclosure
 from provenance.models import Record
 from provenance.phash_bands import phash_bands, signed_value
 from tests import factories
@@ -78,3 +79,28 @@ def test_0009_replaces_the_content_hash_index_and_clears_client_records_kept_mar
             cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = %s::regclass AND NOT tgisinternal",
                            [Record._meta.db_table])
         assert cursor.fetchone()[0] >= 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_0013_derives_disclosures_from_the_generators_mode_and_the_watermark(org):
+    before = [("provenance", "0012_record_spare_indexes")]
+    server_key = GeneratorKey.objects.get(generator=factories.make_generator(org=org))
+    client_generator, _ = factories.make_client_generator(org=org)
+    client_key = GeneratorKey.objects.get(generator=client_generator)
+    old_record = _migrate(before).loader.project_state(before).apps.get_model("provenance", "Record")
+    try:
+        for key, watermark_id in [(server_key, "0123456789abcdef"), (server_key, "none"), (client_key, "wm-1"),
+                                  (client_key, "none")]:
+            old_record.objects.create(org_id=org.pk, generator_id=key.generator_id, key_id=key.pk, model=watermark_id,
+                                      watermark_id=watermark_id, content_hash="sha3-256:" + "0" * 64, signature=b"\0")
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    stored = {(generator_id, watermark_id): flags
+              for generator_id, watermark_id, flags in Record.objects.values_list("generator_id", "watermark_id",
+                                                                                  "disclosures")}
+    # Server-managed: the token in the metadata always, the mark where one was embedded; client-managed: nothing.
+    both = CarriedDisclosure.MARK | CarriedDisclosure.METADATA
+    assert stored == {(server_key.generator_id, "0123456789abcdef"): both,
+                      (server_key.generator_id, "none"): CarriedDisclosure.METADATA,
+                      (client_generator.pk, "wm-1"): 0, (client_generator.pk, "none"): 0}

@@ -14,6 +14,8 @@ PURE_MODULES = [
     "core.hkdf",
     "core.secret_ring",
     "verification.summary",
+    "provenance.disclosures",
+    "provenance.compliance_documents",
 ]
 
 
