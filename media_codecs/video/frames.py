@@ -45,9 +45,11 @@ about 190 frames a second on one of our cores, bench/video.py); keyframes cost o
 
 **The query side** (`first_frame_phashes`): verification computes only the first frame's pHash of the
 unknown clip (one decoded frame, the cheapest possible; two values when the display matrix turns it) and
-matches it against every stored value of every record's set, within the image lookup's distance. Computing a set on the query side as well would multiply
-both the decode time and the false matches by the set's size for little gain: the cut clip's first
-frame is exactly what the stored set anticipates. bench/video.py measures recovery and false matches.
+matches it against every stored value of every record's set, within the image lookup's distance.
+Computing a set on the query side as well would multiply both the decode time and the false matches by
+the set's size for little gain: the cut clip's first frame is exactly what the stored set anticipates.
+bench/video.py measures recovery and false matches of frames, bench/video_false_matches.py of whole
+unrelated clips through the service.
 
 **Progress** (`fingerprint_set`'s optional callback, media_codecs/progress.py): the offsets' pass is the
 first OFFSETS_SHARE of the work, measured by the time of the frame decoded against the last offset; the
