@@ -200,8 +200,14 @@ class Codec(ABC):
 
     def fingerprints(self, content: bytes | Media, progress: Progress | None = None) -> list[str]:
         """Every fingerprint signing stores for the content, `fingerprint()` first (a video adds its
-        later frames so a trimmed clip is still found); verification looks up `fingerprint()` alone.
+        later frames so a trimmed clip is still found); verification looks up `query_fingerprints()`.
         `progress` as for `embed_watermark`."""
+        first = self.fingerprint(content)
+        return [first] if first is not None else []
+
+    def query_fingerprints(self, content: bytes | Media) -> list[str]:
+        """The values verification looks up, `fingerprint()` first (a video turned by its display matrix
+        adds its frame as stored, so a rotation written only in the headers still finds its original)."""
         first = self.fingerprint(content)
         return [first] if first is not None else []
 

@@ -102,7 +102,13 @@ def record_for_fingerprint(*, kind: str, value: str) -> Record | None:
 
     Every distinct stored value sharing a band within one bit is weighed, however many records share it.
     """
-    best = nearest_fingerprint(kind=kind, value=value)
+    return record_for_fingerprints(kind=kind, values=[value])
+
+
+def record_for_fingerprints(*, kind: str, values: list[str]) -> Record | None:
+    """`record_for_fingerprint` of whichever of `values` comes nearest (the earlier one on ties)."""
+    found = [best for best in (nearest_fingerprint(kind=kind, value=value) for value in values) if best]
+    best = min(found, key=lambda pair: pair[1], default=None)
     return record_for_id(best[0]) if best is not None else None
 
 

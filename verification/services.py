@@ -327,10 +327,10 @@ def _record_for_token(token: str, result: Verification) -> Record | None:
 
 def _record_for_phash(media: Media | None, result: Verification) -> Record | None:
     try:
-        phash = media.codec.fingerprint(media) if media and media.codec.fingerprint_kind else None
+        values = media.codec.query_fingerprints(media) if media and media.codec.fingerprint_kind else []
     except CodecError:
-        phash = None
-    record = selectors.record_for_fingerprint(kind=media.codec.fingerprint_kind, value=phash) if phash else None
+        values = []
+    record = selectors.record_for_fingerprints(kind=media.codec.fingerprint_kind, values=values) if values else None
     if record is not None:
         result.token_source = "phash"
     return record

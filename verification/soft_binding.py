@@ -77,9 +77,9 @@ def matches_by_content(*, data: bytes, alg: str | None, max_results: int = DEFAU
         raise UnsupportedAssetType()
     found: dict[uuid.UUID, int] = {}
     for algorithm in algorithms:
-        value = _read_binding(media, algorithm)
-        for match in [] if value is None else _matches(algorithm, value, max_results):
-            found[match.record_id] = max(found.get(match.record_id, 0), match.similarity)
+        for value in _read_bindings(media, algorithm):
+            for match in _matches(algorithm, value, max_results):
+                found[match.record_id] = max(found.get(match.record_id, 0), match.similarity)
     ranked = sorted(found.items(), key=lambda item: -item[1])
     return [Match(record_id, similarity) for record_id, similarity in ranked[:max_results]]
 
@@ -101,16 +101,18 @@ def _decoded_value(value: str) -> int:
     return int.from_bytes(raw, "big")
 
 
-def _read_binding(media, algorithm: Algorithm) -> int | None:
-    """The algorithm's value read from the asset, or None when the asset carries none."""
+def _read_bindings(media, algorithm: Algorithm) -> list[int]:
+    """The algorithm's values read from the asset (a video turned by its display matrix gives two), none
+    when the asset carries none."""
     codec = media.codec
     try:
         if algorithm.is_watermark:
-            return codec.extract_watermark(media) if codec.can_watermark else None
-        fingerprint = codec.fingerprint(media) if codec.fingerprint_kind == algorithm.fingerprint_kind else None
+            mark = codec.extract_watermark(media) if codec.can_watermark else None
+            return [] if mark is None else [mark]
+        fingerprints = codec.query_fingerprints(media) if codec.fingerprint_kind == algorithm.fingerprint_kind else []
     except CodecError:
-        return None
-    return int(fingerprint, 16) if fingerprint else None
+        return []
+    return [int(fingerprint, 16) for fingerprint in fingerprints]
 
 
 def _matches(algorithm: Algorithm, value: int, max_results: int) -> list[Match]:

@@ -117,9 +117,25 @@ def _grey(image: Image.Image, scale: bool) -> Image.Image:
     return Image.fromarray(np.clip(values, 0, 255).astype(np.uint8), "L")
 
 
-def _hash_of(pixels: np.ndarray) -> str:
+def decided_bits(grey: np.ndarray, margin: float) -> int:
+    """How many of the hash's 64 bits are decided by structure: their coefficient stands off the median
+    by at least `margin` times the largest AC term (the DC term, always over it, counts too).
+
+    A picture whose energy sits in one or two terms (a gradient, a fade, two bands, a barcode seen at
+    32x32) has its other bits set by terms close to the median, which the same rough layout sets the
+    same way in unrelated pictures: few decided bits, and a hash that many pictures share."""
+    low = _low_terms(grey)
+    largest = float(np.abs(low.flatten()[1:]).max())
+    return int((np.abs(low - np.median(low)) >= margin * largest).sum()) if largest else 0
+
+
+def _low_terms(pixels: np.ndarray) -> np.ndarray:
     coefficients = _dct_ii(_dct_ii(pixels.T).T)  # axis 0, then axis 1
-    low = coefficients[:HASH_SIZE, :HASH_SIZE]
+    return coefficients[:HASH_SIZE, :HASH_SIZE]
+
+
+def _hash_of(pixels: np.ndarray) -> str:
+    low = _low_terms(pixels)
     bits = (low > np.median(low)).flatten()
     return f"{int(''.join('1' if bit else '0' for bit in bits), 2):016x}"
 

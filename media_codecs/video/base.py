@@ -56,10 +56,19 @@ class VideoCodec(Codec):
 
         Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
         """
+        values = self.query_fingerprints(content)
+        return values[0] if values else None
+
+    def query_fingerprints(self, content: bytes | Media) -> list[str]:
+        """The first frame's pHash upright, then as stored when the display matrix turns it (frames.py).
+
+        Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
+        """
         media = self.media(content)
         from media_codecs.video import frames  # PyAV loads on first use: a worker that never decodes video
 
-        return media.cached("fingerprint", lambda: frames.first_frame_phash(media.data, self.demuxer))
+        values = media.cached("query_fingerprints", lambda: frames.first_frame_phashes(media.data, self.demuxer))
+        return list(values)
 
     def fingerprints(self, content: bytes | Media, progress: Progress | None = None) -> list[str]:
         """The stored set: the first frame's pHash first, then frames at fixed offsets and keyframes

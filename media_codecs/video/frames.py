@@ -4,6 +4,15 @@ Every value is `phash.phash_hex` (bit-identical to `imagehash.phash`) of a frame
 PyAV (`VideoFrame.to_image`) and turned upright by the stream's display matrix (`frame.rotation`,
 counter-clockwise degrees, rounded to a quarter turn; mirroring is ignored).
 
+**The display matrix** (MP4 and QuickTime: the tkhd matrix; FFmpeg hands it to each decoded frame, where
+PyAV's `frame.rotation` reads it as av_display_rotation_get does: -90 for a phone's portrait clip, 90 for a
+quarter turn the other way, -180 for a half turn). A turn written only there leaves every pixel as it was,
+and one edit of 36 bytes sets or clears it: so where the matrix turns the first frame, the frame is
+hashed twice, as shown (upright) and as stored, on both sides. Signing stores both (the upright one
+first); verification looks both up. A copy turned in the headers alone then finds its upright original
+through the pixels, and a copy re-encoded upright (FFmpeg turns the pixels when it re-encodes) finds it
+through the upright value.
+
 **The first frame** (`first_frame_phash`, the record's `fingerprint`, and the query side): the first
 frame the decoder outputs, which is the first intra-coded frame of any ordinary stream (every stream
 starts with one). Only the packets up to it are decoded. Where an MP4 edit list hides the frames
@@ -13,6 +22,16 @@ sees and what the re-encoded copy of that cut starts with.
 **Flat frames identify nothing**: a black (or any flat) frame hashes within a bit of every other flat
 frame (phash.MIN_THUMBNAIL_SPREAD), so it is never stored nor looked up. A video that fades in from black
 is found through the frames of its set that have a picture; one that is flat throughout has no fingerprint.
+
+**Low-information frames identify nothing either** (`identifying_phash_hex`): a gradient, a frame fading
+in from near black, two bands, a barcode or stripes seen at 32x32 put their energy in one or two DCT
+terms, and the other bits of the hash are set by terms near the median, which the same rough layout sets
+the same way in unrelated clips. Generated scenes of such kinds came within 0 to 6 bits of each other
+(bench/video_false_matches.py), while their own re-encodes drifted 6 to 24 bits from them: such a hash
+names other clips and not even its own copies. A frame counts only when at least MIN_DECIDED_BITS of its
+64 coefficients stand off the median by DECIDED_MARGIN of the largest AC term (phash.decided_bits); the
+frames that failed had 4 to 14, moving pictures, text and photographs 20 to 64. Like flat frames, they
+are never stored nor looked up.
 
 **The set** (`fingerprint_set`, at most MAX_FINGERPRINTS values, the first frame first, no value twice):
 1. the first frame;
@@ -24,11 +43,13 @@ is found through the frames of its set that have a picture; one that is flat thr
 Frames at 5 s, 6 s... would cost a full decode of every frame before them (1080p H.264 decodes at
 about 190 frames a second on one of our cores, bench/video.py); keyframes cost one frame each.
 
-**The query side**: verification computes only the first frame's pHash of the unknown clip (one
-decoded frame, the cheapest possible) and matches it against every stored value of every record's
-set, within the image lookup's distance. Computing a set on the query side as well would multiply
-both the decode time and the false matches by the set's size for little gain: the cut clip's first
-frame is exactly what the stored set anticipates. bench/video.py measures recovery and false matches.
+**The query side** (`first_frame_phashes`): verification computes only the first frame's pHash of the
+unknown clip (one decoded frame, the cheapest possible; two values when the display matrix turns it) and
+matches it against every stored value of every record's set, within the image lookup's distance.
+Computing a set on the query side as well would multiply both the decode time and the false matches by
+the set's size for little gain: the cut clip's first frame is exactly what the stored set anticipates.
+bench/video.py measures recovery and false matches of frames, bench/video_false_matches.py of whole
+unrelated clips through the service.
 
 **Progress** (`fingerprint_set`'s optional callback, media_codecs/progress.py): the offsets' pass is the
 first OFFSETS_SHARE of the work, measured by the time of the frame decoded against the last offset; the
@@ -49,7 +70,7 @@ import av
 from PIL import Image
 
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
-from media_codecs.image.phash import distinctive_phash_hex
+from media_codecs.image.phash import decided_bits, distinctive_hex_of, thumbnail
 from media_codecs.progress import Progress, part, steps
 from media_codecs.video.limits import MAX_PIXELS, MAX_SIDE
 
@@ -59,6 +80,10 @@ MAX_PACKETS = 600  # fed to the decoder before it must have put out the first fr
 MAX_DECODED_FRAMES = 600  # 4 s at 120 frames/s, plus room
 _EPSILON = 1e-3  # seconds: a frame stamped 1.9995 s is the frame at 2 s
 OFFSETS_SHARE = 0.7  # of the progress: decoding every frame up to the last offset is most of the work
+# A frame's pHash identifies it only when at least MIN_DECIDED_BITS of its 64 bits are decided by structure
+# (phash.decided_bits at DECIDED_MARGIN of the largest AC term): module docstring, "Low-information frames".
+MIN_DECIDED_BITS = 16
+DECIDED_MARGIN = 0.02
 _TRANSPOSE = {1: Image.Transpose.ROTATE_90, 2: Image.Transpose.ROTATE_180, 3: Image.Transpose.ROTATE_270}
 
 
@@ -72,10 +97,24 @@ def decoder_errors() -> Iterator[None]:
 
 
 def first_frame_phash(data: bytes, demuxer: str) -> str | None:
-    """pHash of the first frame, None when it is flat. Raises CorruptMedia, MediaTooLarge, UnsupportedFormat."""
+    """pHash of the first frame, upright, None when it is flat. Raises CorruptMedia, MediaTooLarge,
+    UnsupportedFormat."""
+    values = first_frame_phashes(data, demuxer)
+    return values[0] if values else None
+
+
+def first_frame_phashes(data: bytes, demuxer: str) -> list[str]:
+    """The first frame's pHashes, one decode: upright, then as stored when the display matrix turns it
+    (see the module docstring); empty when the frame is flat.
+
+    Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
+    """
     with decoder_errors(), _opened(data, demuxer) as (container, stream):
         for frame in _frames(container, stream):
-            return _frame_phash(frame)
+            values: list[str] = []
+            for value in _frame_phashes(frame):
+                _add(values, value)
+            return values
     raise CorruptMedia("the video stream holds no frame")
 
 
@@ -105,7 +144,8 @@ def _offset_frames(data: bytes, demuxer: str, values: list[str], report: Progres
             last = _time(frame, stream, count)
             if start is None:
                 start = last
-                _add(values, _frame_phash(frame))
+                for value in _frame_phashes(frame):
+                    _add(values, value)
             elif pending and last - start >= pending[0] - _EPSILON:
                 while pending and last - start >= pending[0] - _EPSILON:
                     pending.pop(0)
@@ -191,11 +231,32 @@ def _time(frame: av.VideoFrame, stream: av.video.stream.VideoStream, index: int)
 
 
 def _frame_phash(frame: av.VideoFrame) -> str | None:
-    return distinctive_phash_hex(upright(frame))
+    return identifying_phash_hex(upright(frame))
+
+
+def identifying_phash_hex(image: Image.Image) -> str | None:
+    """The picture's pHash, or None when it is too flat or too plain to identify a clip (module docstring)."""
+    grey = thumbnail(image)
+    return distinctive_hex_of(grey) if decided_bits(grey, DECIDED_MARGIN) >= MIN_DECIDED_BITS else None
+
+
+def _frame_phashes(frame: av.VideoFrame) -> list[str | None]:
+    """The frame's pHash upright and, when its display matrix turns it, as stored."""
+    image = frame.to_image()
+    quarter = _quarter_turns(frame)
+    if not quarter:
+        return [identifying_phash_hex(image)]
+    return [identifying_phash_hex(image.transpose(_TRANSPOSE[quarter])), identifying_phash_hex(image)]
+
+
+def _quarter_turns(frame: av.VideoFrame) -> int:
+    """Counter-clockwise quarter turns the display matrix asks for: PyAV's `frame.rotation` is FFmpeg's
+    av_display_rotation_get on the frame's matrix (-90 for a phone's portrait tkhd, 90 for 270)."""
+    return round((frame.rotation or 0) / 90) % 4
 
 
 def upright(frame: av.VideoFrame) -> Image.Image:
     """The frame as RGB, turned by its display matrix's rotation to a quarter turn."""
     image = frame.to_image()
-    quarter = round((frame.rotation or 0) / 90) % 4
+    quarter = _quarter_turns(frame)
     return image.transpose(_TRANSPOSE[quarter]) if quarter else image

@@ -151,3 +151,13 @@ def test_a_picture_over_the_read_view_size_reads_as_the_whole_picture_does() -> 
     assert "pixels" not in media._cache  # let go
     whole = Image.open(io.BytesIO(data))
     assert found == (str(imagehash.phash(whole)), pixels.read_watermark(whole))
+
+
+def test_decided_bits_count_the_terms_that_structure_sets() -> None:
+    from media_codecs.image.phash import decided_bits
+
+    flat = np.full((32, 32), 128.0)
+    ramp = np.tile(np.linspace(0, 255, 32), (32, 1))
+    texture = np.random.default_rng(5).integers(0, 256, (32, 32)).astype(np.float64)
+    assert decided_bits(flat, 0.02) == 0
+    assert decided_bits(ramp, 0.02) < 16 <= decided_bits(texture, 0.02)

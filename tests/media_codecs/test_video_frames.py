@@ -130,3 +130,60 @@ def test_a_video_flat_throughout_has_no_fingerprint_at_all() -> None:
     codec = get_codec("mp4")
     assert codec.fingerprint(data) is None
     assert codec.fingerprints(data) == []
+
+
+def _turned_clockwise(quarters: int):
+    """The moving gradient as a viewer sees it turned `quarters` quarter turns clockwise, drawn in the pixels."""
+    import numpy as np
+
+    def picture(index: int, width: int, height: int):
+        upright = video.moving_gradient(index, *((height, width) if quarters % 2 else (width, height)))
+        return np.ascontiguousarray(np.rot90(upright, -quarters))
+    return picture
+
+
+@pytest.mark.parametrize("fmt", ["mp4", "mov"])
+@pytest.mark.parametrize("clockwise", [90, 180, 270])
+def test_a_turn_written_only_in_the_display_matrix_reads_both_as_shown_and_as_stored(fmt, clockwise) -> None:
+    upright = video.make_video(fmt, size=(320, 192), seconds=1.0)
+    turned = video.with_display_matrix(upright, clockwise)
+    quarters = clockwise // 90
+    size = (192, 320) if quarters % 2 else (320, 192)
+    drawn_turned = video.make_video(fmt, size=size, seconds=1.0, picture=_turned_clockwise(quarters))
+    if video.has_ffprobe():  # FFmpeg's own reading of the matrix: counter-clockwise degrees
+        [side_data] = video.ffprobe(turned, fmt)["streams"][0]["side_data_list"]
+        assert side_data["rotation"] % 360 == (-clockwise) % 360
+    codec = get_codec(fmt)
+    shown, stored = codec.query_fingerprints(turned)
+    assert stored == codec.fingerprint(upright)  # a rotation in the headers alone still finds the upright file
+    assert hamming(shown, codec.fingerprint(drawn_turned)) <= 2  # and the file that was turned in its pixels
+    assert codec.fingerprints(turned)[:2] == [shown, stored]
+
+
+def test_an_upright_file_is_looked_up_by_one_value() -> None:
+    sample = video.sample("mp4")
+    assert get_codec("mp4").query_fingerprints(sample) == [get_codec("mp4").fingerprint(sample)]
+
+
+def _barcode(index: int, width: int, height: int):
+    import numpy as np
+
+    bars = (np.arange(width) * 7919 % 13 < 6) & (np.arange(height)[:, None] < height * 0.8)
+    return np.where(bars[..., None], np.uint8(60), np.uint8(200)).repeat(3, axis=2).astype(np.uint8)
+
+
+def _gradient(index: int, width: int, height: int):
+    import numpy as np
+
+    ramp = np.linspace(20, 230, width, dtype=np.float32)[None, :] + np.linspace(0, 10, height)[:, None]
+    return np.repeat(ramp[..., None], 3, axis=2).astype(np.uint8)
+
+
+@pytest.mark.parametrize("picture", [_barcode, _gradient])
+def test_a_plain_picture_identifies_nothing_though_it_is_not_flat(picture) -> None:
+    data = video.make_video("mp4", seconds=1.0, picture=picture)
+    first = _first_frame(data).to_image()
+    darkest, brightest = first.convert("L").getextrema()
+    assert brightest - darkest > 100  # far from flat
+    assert frames.identifying_phash_hex(first) is None
+    assert get_codec("mp4").fingerprint(data) is None and get_codec("mp4").fingerprints(data) == []

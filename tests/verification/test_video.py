@@ -155,3 +155,48 @@ def test_a_signed_video_record_verifies_with_dilithium_py_from_public_endpoints(
     public_key = base64.b64decode(next(k["key"] for k in keys if k["kid"] == record["kid"]))
     message = json.dumps(record["signed_payload"], sort_keys=True, separators=(",", ":")).encode()
     assert ML_DSA_65.verify(public_key, message, base64.b64decode(record["signature"]))
+
+
+def _whole_second_phashes(data: bytes) -> list:
+    import io
+
+    import av
+    import imagehash
+
+    with av.open(io.BytesIO(data)) as container:
+        return [imagehash.phash(frame.to_image()) for frame in container.decode(video=0)
+                if abs(frame.time - round(frame.time)) < 1e-3]
+
+
+def test_a_fade_of_like_gradients_is_not_named_after_another_fade(api_client, key_client, org, generator):
+    """Two generated fades (each fading in over its own gradient) whose frames' pHashes come within the lookup's
+    7 bits: the first frame of the second named the first's record before plain frames stopped identifying."""
+    from tests import video_scenes
+
+    signed_fade = video_scenes.scene("fade", 1006).clip(4.2)
+    other_fade = video_scenes.scene("fade", 41).clip(1.0)
+    [first] = _whole_second_phashes(other_fade)
+    assert min(first - stored for stored in _whole_second_phashes(signed_fade)) <= 7
+    assert _sign(key_client(org), generator, signed_fade).status_code == 201
+    result = _verify(api_client, other_fade)
+    assert (result["token_source"], result["record_id"], result["reason"]) == ("none", None, "no_provenance_found")
+
+
+@pytest.mark.parametrize(("fmt", "clockwise"), [("mp4", 90), ("mp4", 180), ("mp4", 270), ("mov", 90)])
+def test_a_copy_turned_only_in_its_display_matrix_finds_the_upright_original(api_client, key_client, org, generator,
+                                                                             fmt, clockwise):
+    upright = video.make_video(fmt, size=(320, 192), seconds=5.0, keyint=25)
+    signed = _sign(key_client(org), generator, upright)
+    assert signed.status_code == 201
+    turned = video.with_display_matrix(upright, clockwise)  # the unsigned bytes: no token to find it by
+    result = _verify(api_client, turned)
+    assert (result["token_source"], result["record_id"]) == ("phash", signed["X-Service-Record-Id"])
+
+
+def test_an_original_turned_in_its_display_matrix_is_found_from_a_copy_that_lost_the_matrix(api_client, key_client,
+                                                                                           org, generator):
+    upright = video.make_video("mp4", size=(320, 192), seconds=5.0, keyint=25)
+    signed = _sign(key_client(org), generator, video.with_display_matrix(upright, 90))
+    assert signed.status_code == 201
+    result = _verify(api_client, upright)
+    assert (result["token_source"], result["record_id"]) == ("phash", signed["X-Service-Record-Id"])
