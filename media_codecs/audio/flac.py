@@ -1,9 +1,10 @@
 """FLAC: the token as an `SVC_TOKEN=<token>` field of the VORBIS_COMMENT block.
 
-Token rule: `embed_token` removes every SVC_TOKEN field (field names are case-insensitive, Vorbis
-comment spec) and appends ours to the file's one VORBIS_COMMENT block, or creates a block right
-after STREAMINFO with the vendor string OUR_VENDOR. `strip_token` removes every SVC_TOKEN field,
-and drops the block when it is left with no field and our vendor string (the block we created).
+Token rule: `embed_token` removes every SVC_TOKEN field and every disclosure field of ours
+(DISCLOSURE_FIELDS; field names are case-insensitive, Vorbis comment spec) and appends ours to
+the file's one VORBIS_COMMENT block, or creates a block right after STREAMINFO with the vendor
+string OUR_VENDOR. `strip_token` removes every field of ours, and drops the block when it is left
+with no field and our vendor string (the block we created).
 The vendor string and every other field are kept byte for byte and in order, and so is every
 other metadata block (STREAMINFO, PADDING, APPLICATION, SEEKTABLE, CUESHEET, PICTURE); only the
 last-block flags are rewritten. The audio frames are never touched.
@@ -50,6 +51,11 @@ MAGIC = b"fLaC"
 STREAMINFO, PADDING, SEEKTABLE, VORBIS_COMMENT = 0, 1, 3, 4
 OUR_VENDOR = b"provenance-service"
 TOKEN_FIELD = TOKEN_DESCRIPTION.upper().encode("ascii")  # SVC_TOKEN
+# The disclosure's fields, written after the token and removed with it (Disclosure.fields() name -> field name).
+DISCLOSURE_FIELDS = {"source_type": b"SVC_DIGITAL_SOURCE_TYPE", "provider_name": b"SVC_PROVIDER",
+                     "system_name": b"SVC_SYSTEM", "system_version": b"SVC_SYSTEM_VERSION",
+                     "created": b"SVC_CREATED", "identifier": b"SVC_IDENTIFIER"}
+_OUR_FIELDS = frozenset({TOKEN_FIELD, *DISCLOSURE_FIELDS.values()})
 MAX_BLOCKS = 1_024
 MAX_COMMENTS = 10_000
 _MAX_BLOCK_LENGTH = (1 << 24) - 1
@@ -82,6 +88,9 @@ class VorbisComment:
     fields: tuple[bytes, ...]  # "NAME=value" entries as read
 
     def is_ours(self, field: bytes) -> bool:
+        return field.split(b"=", 1)[0].upper() in _OUR_FIELDS
+
+    def is_token(self, field: bytes) -> bool:
         return field.split(b"=", 1)[0].upper() == TOKEN_FIELD
 
 
@@ -318,6 +327,7 @@ def _without_token(blocks: tuple[Block, ...]) -> tuple[list[Block], int]:
 class FlacCodec(AudioCodec):
     format = "flac"
     mime_type = "audio/flac"
+    discloses_in_metadata = True  # Vorbis comment fields after the token (DISCLOSURE_FIELDS)
 
     def score(self, head: bytes) -> int:
         return SCORE_MAGIC if is_flac_head(head) else SCORE_NONE
@@ -337,19 +347,21 @@ class FlacCodec(AudioCodec):
         return container.info
 
     def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
-        """Put `SVC_TOKEN=<token>` last in the VORBIS_COMMENT block (created when missing), replacing ours.
+        """Put `SVC_TOKEN=<token>` last in the VORBIS_COMMENT block (created when missing), replacing ours,
+        followed by the disclosure's fields (DISCLOSURE_FIELDS), which go with it.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.
         """
-        field = TOKEN_FIELD + b"=" + check_token(token)
+        ours = (TOKEN_FIELD + b"=" + check_token(token),) + (() if disclosure is None else tuple(
+            DISCLOSURE_FIELDS[name] + b"=" + value.encode("utf-8") for name, value in disclosure.fields().items()))
         flac = self.media(content).container
         blocks, index = _without_token(flac.blocks)
         if index < len(blocks) and blocks[index].type == VORBIS_COMMENT:
             comment = parse_comment(blocks[index].payload)
             blocks[index] = Block(VORBIS_COMMENT, comment_payload(
-                VorbisComment(comment.vendor, (*comment.fields, field))))
+                VorbisComment(comment.vendor, (*comment.fields, *ours))))
         else:
-            blocks.insert(index, Block(VORBIS_COMMENT, comment_payload(VorbisComment(OUR_VENDOR, (field,)))))
+            blocks.insert(index, Block(VORBIS_COMMENT, comment_payload(VorbisComment(OUR_VENDOR, ours))))
         return assemble(blocks, flac.frames, flac.id3_raw)
 
     def extract_token(self, content: bytes | Media) -> str | None:
@@ -359,7 +371,7 @@ class FlacCodec(AudioCodec):
         if index is None:
             return None
         comment = parse_comment(flac.blocks[index].payload)
-        field = next((field for field in comment.fields if comment.is_ours(field)), None)
+        field = next((field for field in comment.fields if comment.is_token(field)), None)
         return None if field is None else field.split(b"=", 1)[1].decode("utf-8", "replace") or None
 
     def strip_token(self, content: bytes | Media) -> bytes:

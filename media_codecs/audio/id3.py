@@ -200,6 +200,17 @@ def text_frame(tag: Tag, description: str, value: bytes) -> Frame:
     return Frame(b"TXXX", b"TXXX" + size + b"\x00\x00" + data)
 
 
+def unicode_text_frame(tag: Tag, description: str, value: str) -> Frame:
+    """A TXXX frame (no flags) carrying any text: UTF-8 in an ID3v2.4 tag, UTF-16 with a BOM in v2.3."""
+    if tag.version == 4:
+        data = b"\x03" + description.encode("utf-8") + b"\x00" + value.encode("utf-8")
+        size = _to_syncsafe(len(data))
+    else:
+        data = b"\x01" + description.encode("utf-16") + b"\x00\x00" + value.encode("utf-16")
+        size = len(data).to_bytes(4, "big")
+    return Frame(b"TXXX", b"TXXX" + size + b"\x00\x00" + data)
+
+
 def user_text(frame: Frame) -> tuple[str, str] | None:
     """(description, value) of a plain TXXX frame; None for another frame, or a compressed,
     encrypted or otherwise transformed one (its flags set), or one that does not decode."""

@@ -91,7 +91,20 @@ def _after_leading_tags(audio: memoryview) -> int:
     return position
 
 
+# The disclosure's TXXX frames, written after the token's and removed with it (Disclosure.fields() name ->
+# the frame's description).
+DISCLOSURE_DESCRIPTIONS = {"source_type": "svc_digital_source_type", "provider_name": "svc_provider",
+                           "system_name": "svc_system", "system_version": "svc_system_version",
+                           "created": "svc_created", "identifier": "svc_identifier"}
+_OUR_DESCRIPTIONS = frozenset({TOKEN_DESCRIPTION, *DISCLOSURE_DESCRIPTIONS.values()})
+
+
 def _is_ours(frame: id3.Frame) -> bool:
+    text = id3.user_text(frame)
+    return text is not None and text[0].lower() in _OUR_DESCRIPTIONS
+
+
+def _is_token(frame: id3.Frame) -> bool:
     text = id3.user_text(frame)
     return text is not None and text[0].lower() == TOKEN_DESCRIPTION
 
@@ -104,6 +117,7 @@ def _unhashed(frame: id3.Frame) -> bool:
 class Mp3Codec(AudioCodec):
     format = "mp3"
     mime_type = "audio/mpeg"
+    discloses_in_metadata = True  # TXXX frames after the token's (DISCLOSURE_DESCRIPTIONS)
 
     def score(self, head: bytes) -> int:
         """SCORE_MAGIC for an ID3v2 header (but one a FLAC follows), or two consecutive Layer III frames, at
@@ -130,7 +144,8 @@ class Mp3Codec(AudioCodec):
         return StreamInfo(first.sample_rate, first.channels, container.stream.frames)
 
     def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
-        """Put `token` in a TXXX frame of the leading ID3v2 tag (created when missing), replacing ours.
+        """Put `token` in a TXXX frame of the leading ID3v2 tag (created when missing), replacing ours, and the
+        disclosure in TXXX frames after it (DISCLOSURE_DESCRIPTIONS), which go with it.
 
         Raises UnsupportedFormat, CorruptMedia, MediaTooLarge; ValueError for a bad token.
         """
@@ -139,12 +154,15 @@ class Mp3Codec(AudioCodec):
         tag = mp3.tag or id3.new_tag()
         frames = [frame for frame in tag.frames if not _is_ours(frame)]
         frames.append(id3.text_frame(tag, TOKEN_DESCRIPTION, value))
+        if disclosure is not None:
+            frames += [id3.unicode_text_frame(tag, DISCLOSURE_DESCRIPTIONS[name], text)
+                       for name, text in disclosure.fields().items()]
         return id3.tag_bytes(id3.with_frames(tag, frames)) + mp3.audio
 
     def extract_token(self, content: bytes | Media) -> str | None:
         """The first `svc_token` TXXX frame's value. Raises UnsupportedFormat, CorruptMedia, MediaTooLarge."""
         tag = self.media(content).container.tag
-        texts = (id3.user_text(frame) for frame in tag.frames if _is_ours(frame)) if tag else ()
+        texts = (id3.user_text(frame) for frame in tag.frames if _is_token(frame)) if tag else ()
         return next((value for _, value in texts if value), None)
 
     def strip_token(self, content: bytes | Media) -> bytes:

@@ -20,6 +20,7 @@ order, entities, whitespace, comments).
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 
@@ -31,7 +32,12 @@ from media_codecs.text.base import Utf8TextCodec, head_text
 
 META_NAME = "provenance-token"
 _TOKEN = r"svc_[A-Za-z0-9_.-]{1,124}"
-_OUR_META = re.compile(f'<meta name="{META_NAME}" content="{_TOKEN}">')
+# The disclosure's meta elements, written right after ours (Disclosure.fields() name -> meta name).
+DISCLOSURE_META = {"source_type": "provenance-digital-source-type", "provider_name": "provenance-provider",
+                   "system_name": "provenance-system", "system_version": "provenance-system-version",
+                   "created": "provenance-created", "identifier": "provenance-identifier"}
+_OUR_META = re.compile(f'<meta name="{META_NAME}" content="{_TOKEN}">'
+                       f'(?:<meta name="(?:{"|".join(DISCLOSURE_META.values())})" content="[^"<>]*">)*')
 _ANY_OUR_META = re.compile(rf"""<meta\s[^>]*?\bname\s*=\s*["']?{META_NAME}["']?[^>]*>""", re.I)
 _META_CONTENT = re.compile(rf"""\bcontent\s*=\s*["']?({_TOKEN})""")
 _MARKUP = re.compile(r"""
@@ -164,6 +170,7 @@ class HtmlCodec(Utf8TextCodec):
     format = "html"
     mime_type = "text/html; charset=utf-8"
     token_source = "metadata"  # addendum 5: an HTML meta element
+    discloses_in_metadata = True  # meta elements after ours (DISCLOSURE_META)
     document_name = "HTML document"  # parsed to its text; the markup is scanned only to sign (reading needs regexes)
 
     def score(self, head: bytes) -> int:
@@ -191,15 +198,19 @@ class HtmlCodec(Utf8TextCodec):
         return splice(unmarked, [(site, run) for site in mark_sites(document)]).encode("utf-8")
 
     def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
-        """Our meta element after `<head>` (or where the head would begin), replacing ours. ValueError for
-        a token that is not `svc_` and [A-Za-z0-9_.-]."""
+        """Our meta element after `<head>` (or where the head would begin), replacing ours, followed by the
+        disclosure's (DISCLOSURE_META), which go with it. ValueError for a token that is not `svc_` and
+        [A-Za-z0-9_.-]."""
         if not re.fullmatch(_TOKEN, token):
             raise ValueError("a token is svc_ followed by letters, digits, '_', '.' or '-'")
         text = _OUR_META.sub("", self.media(content).container)
         offset = head_end(text)
         if offset is None:
             offset = _DOCUMENT_START.match(text).end()
-        return splice(text, [(offset, f'<meta name="{META_NAME}" content="{token}">')]).encode("utf-8")
+        disclosed = "" if disclosure is None else "".join(
+            f'<meta name="{DISCLOSURE_META[name]}" content="{html.escape(value, quote=True)}">'
+            for name, value in disclosure.fields().items())
+        return splice(text, [(offset, f'<meta name="{META_NAME}" content="{token}">{disclosed}')]).encode("utf-8")
 
     def extract_token(self, content: bytes | Media) -> str | None:
         """The token of a `provenance-token` meta element (its attributes in any order or quoting)."""
@@ -210,7 +221,7 @@ class HtmlCodec(Utf8TextCodec):
         return None
 
     def strip_token(self, content: bytes | Media) -> bytes:
-        """The document without our meta element, exactly as `embed_token` wrote it."""
+        """The document without our meta elements, exactly as `embed_token` wrote them."""
         return _OUR_META.sub("", self.media(content).container).encode("utf-8")
 
 

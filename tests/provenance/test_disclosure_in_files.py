@@ -7,15 +7,19 @@ import shutil
 import subprocess
 
 import pytest
+import mutagen.flac
+import mutagen.mp3
+from lxml import html as lxml_html
 from pypdf import PdfReader
 
 from generators.models import Generator
 from media_codecs import get_codec, xmp
 from media_codecs.disclosure import Disclosure, source_type_uri
 from provenance.models import Record
-from tests import factories
+from tests import audio, factories
 from tests.media import photo_bytes
 from tests.pdf_samples import text_pdf
+from tests.text_samples import HTML_PAGE
 from tests.verification import uploads
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +30,7 @@ SAMPLES = {"jpeg": lambda: photo_bytes("coffee", "jpeg"), "png": lambda: photo_b
 
 @pytest.fixture
 def declared(org):
-    generator = factories.make_generator(org=org, formats=["image", "text"])
+    generator = factories.make_generator(org=org, formats=["image", "text", "audio"])
     Generator.objects.filter(pk=generator.pk).update(
         provider_name="Acme AI & Co", system_name="Acme Diffusion", system_version="3.1 <beta>",
         digital_source_type="compositeWithTrainedAlgorithmicMedia")
@@ -80,3 +84,40 @@ def test_the_disclosure_goes_with_the_token_and_a_resigning_replaces_it():
     image = get_codec("png")
     marked = image.embed_token(photo_bytes("rocket", "png"), "svc_first", first)
     assert image.strip_token(marked) == image.strip_token(photo_bytes("rocket", "png"))
+
+
+def _expected(record) -> dict[str, str]:
+    return {"source_type": TYPE_URI, "provider_name": "Acme AI & Co", "system_name": "Acme Diffusion",
+            "system_version": "3.1 <beta>", "created": uploads.iso(record.signed_at), "identifier": str(record.pk)}
+
+
+@pytest.mark.parametrize(("fmt", "make"), [("flac", lambda: audio.flac_bytes(audio.tone(2.0))),
+                                           ("mp3", lambda: audio.ffmpeg_mp3(audio.tone(2.0)))])
+def test_mutagen_reads_the_disclosure_of_flac_and_mp3(key_client, org, declared, fmt, make):
+    response = uploads.sign(key_client(org), declared, make(), model="m-1")
+    assert response.status_code == 201, response.content[:300]
+    record = Record.objects.get(pk=response["X-Service-Record-Id"])
+    names = {"source_type": "svc_digital_source_type", "provider_name": "svc_provider", "system_name": "svc_system",
+             "system_version": "svc_system_version", "created": "svc_created", "identifier": "svc_identifier"}
+    if fmt == "flac":
+        tags = mutagen.flac.FLAC(io.BytesIO(response.content)).tags
+        found = {name: tags[field][0] for name, field in names.items()}
+    else:
+        tags = mutagen.mp3.MP3(io.BytesIO(response.content)).tags
+        found = {name: str(tags[f"TXXX:{field}"]) for name, field in names.items()}
+    assert found == _expected(record)
+    codec = get_codec(fmt)
+    assert codec.strip_token(response.content) == codec.strip_token(make())  # the disclosure goes with the token
+
+
+def test_an_html_page_discloses_in_meta_elements(key_client, org, declared):
+    response = uploads.sign(key_client(org), declared, HTML_PAGE.encode(), model="m-1")
+    assert response.status_code == 201, response.content[:300]
+    record = Record.objects.get(pk=response["X-Service-Record-Id"])
+    metas = {meta.get("name"): meta.get("content") for meta in lxml_html.fromstring(response.content).iter("meta")}
+    names = {"source_type": "provenance-digital-source-type", "provider_name": "provenance-provider",
+             "system_name": "provenance-system", "system_version": "provenance-system-version",
+             "created": "provenance-created", "identifier": "provenance-identifier"}
+    found = {name: metas[meta] for name, meta in names.items()}
+    assert found == _expected(record)
+    assert metas["provenance-token"] == response["X-Service-Token"]
