@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     from media_codecs.c2pa.carriers import Carrier
 
 TOKEN_CHUNK = b"svct"
+# The disclosure, in a LIST/INFO chunk of our own right after the token's: RIFF INFO's standard fields where
+# one fits (ISRF the source form: the digital source type; ISRC the source: the provider; ISFT the software:
+# the system and its version; ICRD the creation date; ICMT a comment naming the identifier), and ISVC (not a
+# standard field: readers show or skip it) holding the token, which marks the chunk as ours.
+OUR_INFO_FIELD = b"ISVC"
 _LARGE_RIFF = (b"RF64", b"BW64")  # 64-bit sizes in a ds64 chunk: recognised, refused
 MAX_CHUNKS = 1_024  # a WAV has a handful; a broadcast file with markers a few dozen
 _PCM, _FLOAT, _EXTENSIBLE = 0x0001, 0x0003, 0xFFFE
@@ -161,9 +166,41 @@ def encode_pcm(samples: np.ndarray, sample_format: SampleFormat) -> bytes:
     return values.astype("<i2" if bits == 16 else "<i4").tobytes()
 
 
+def _is_ours(chunk: Chunk) -> bool:
+    """Our token's chunk, or our disclosure's LIST/INFO (the one holding an ISVC field)."""
+    if chunk.fourcc == TOKEN_CHUNK:
+        return True
+    return chunk.fourcc == b"LIST" and chunk.head(4) == b"INFO" and OUR_INFO_FIELD in _info_fields(chunk.payload)
+
+
+def _info_fields(payload: bytes) -> dict[bytes, bytes]:
+    """A LIST/INFO chunk's fields (ID -> value without its terminating NULs); what does not parse is skipped."""
+    fields, position = {}, 4
+    while position + 8 <= len(payload):
+        size = int.from_bytes(payload[position + 4:position + 8], "little")
+        fields.setdefault(payload[position:position + 4], payload[position + 8:position + 8 + size].rstrip(b"\x00"))
+        position += 8 + size + size % 2
+    return fields
+
+
+def _info_chunk(token: bytes, disclosure: Disclosure) -> Chunk:
+    fields = disclosure.fields()
+    software = " ".join(part for part in (fields.get("system_name"), fields.get("system_version")) if part)
+    values = [(b"ISRF", fields.get("source_type")), (b"ISRC", fields.get("provider_name")), (b"ISFT", software),
+              (b"ICRD", fields.get("created")), (b"ICMT", f"identifier {fields['identifier']}"
+                                                  if fields.get("identifier") else None)]
+    body = b"INFO"
+    for field, value in [*values, (OUR_INFO_FIELD, token.decode("ascii"))]:
+        if value:
+            text = value.encode("utf-8") + b"\x00"  # INFO values are NUL-terminated strings
+            body += make_chunk(field, text).raw
+    return make_chunk(b"LIST", body)
+
+
 class WavCodec(AudioCodec):
     format = "wav"
     mime_type = "audio/wav"
+    discloses_in_metadata = True  # a LIST/INFO chunk of ours after the token's (OUR_INFO_FIELD)
 
     def score(self, head: bytes) -> int:
         """SCORE_MAGIC for RIFF/WAVE (and RF64/BW64, which `parse` refuses by name)."""
@@ -186,12 +223,16 @@ class WavCodec(AudioCodec):
         return StreamInfo(fmt.sample_rate, fmt.channels, container.frames, fmt.bits)
 
     def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
-        """Put `token` in an `svct` chunk before `data`, replacing ours. Raises CodecError, ValueError."""
+        """Put `token` in an `svct` chunk before `data`, replacing ours, and the disclosure in a LIST/INFO chunk
+        of ours after it (OUR_INFO_FIELD). Raises CodecError, ValueError."""
         payload = check_token(token)
         wav = self.media(content).container
-        chunks = [chunk for chunk in wav.chunks if chunk.fourcc != TOKEN_CHUNK]
+        chunks = [chunk for chunk in wav.chunks if not _is_ours(chunk)]
         data_index = next(i for i, chunk in enumerate(chunks) if chunk.fourcc == b"data")
-        chunks.insert(data_index, make_chunk(TOKEN_CHUNK, payload))
+        ours = [make_chunk(TOKEN_CHUNK, payload)]
+        if disclosure is not None:
+            ours.append(_info_chunk(payload, disclosure))
+        chunks[data_index:data_index] = ours
         return assemble(chunks, wav.trailer)
 
     def extract_token(self, content: bytes | Media) -> str | None:
@@ -209,7 +250,7 @@ class WavCodec(AudioCodec):
         """The file without any `svct` chunk or C2PA manifest store (`C2PA`, the other container a signed
         WAV may gain), rebuilt with valid sizes and pad bytes."""
         wav = self.media(content).container
-        return assemble([chunk for chunk in wav.chunks if chunk.fourcc not in (TOKEN_CHUNK, riff.C2PA_CHUNK)],
+        return assemble([chunk for chunk in wav.chunks if not _is_ours(chunk) and chunk.fourcc != riff.C2PA_CHUNK],
                         wav.trailer)
 
     def decode(self, media: Media) -> np.ndarray:

@@ -6,9 +6,9 @@ import json
 import shutil
 import subprocess
 
-import pytest
 import mutagen.flac
 import mutagen.mp3
+import pytest
 from lxml import html as lxml_html
 from pypdf import PdfReader
 
@@ -121,3 +121,21 @@ def test_an_html_page_discloses_in_meta_elements(key_client, org, declared):
     found = {name: metas[meta] for name, meta in names.items()}
     assert found == _expected(record)
     assert metas["provenance-token"] == response["X-Service-Token"]
+
+
+@pytest.mark.skipif(shutil.which("ffprobe") is None, reason="ffprobe is not installed")
+def test_ffprobe_reads_the_riff_info_disclosure_of_a_wav_beside_the_files_own(key_client, org, declared, tmp_path):
+    original = audio.tagged_wav(audio.tone(2.0))
+    response = uploads.sign(key_client(org), declared, original, model="m-1")
+    assert response.status_code == 201, response.content[:300]
+    record = Record.objects.get(pk=response["X-Service-Record-Id"])
+    path = tmp_path / "signed.wav"
+    path.write_bytes(response.content)
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format_tags", "-of", "json", str(path)],
+                           capture_output=True, check=True, timeout=600)
+    tags = json.loads(probe.stdout)["format"]["tags"]
+    assert (tags["ISRF"], tags["ISRC"], tags["encoder"]) == (TYPE_URI, "Acme AI & Co", "Acme Diffusion 3.1 <beta>")
+    assert (tags["date"], tags["comment"]) == (uploads.iso(record.signed_at), f"identifier {record.pk}")
+    assert (tags["title"], tags["artist"]) == ("Test tone", "Ada")  # the file's own INFO is kept
+    codec = get_codec("wav")
+    assert codec.strip_token(response.content) == codec.strip_token(original)
