@@ -4,15 +4,18 @@ Pure module (no Django): provenance/compliance.py fills a ComplianceReport from 
 the dashboard render it here, so both download the same bytes.
 """
 
+from __future__ import annotations
+
 import csv
 import io
 from dataclasses import dataclass
 from datetime import UTC, datetime
-
-from fpdf import FPDF
-from fpdf.enums import XPos, YPos
+from typing import TYPE_CHECKING
 
 from provenance.disclosures import DISCLOSURE_NAMES
+
+if TYPE_CHECKING:
+    from fpdf import FPDF
 
 FORMATS = ("json", "csv", "pdf")
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "pdf": "application/pdf"}
@@ -97,6 +100,8 @@ def _latin1(text: str) -> str:
 
 def report_pdf(report: ComplianceReport) -> bytes:
     """One A4 page: title, organization, period, the per-format table, verifications, the detection tool."""
+    from fpdf import FPDF  # 60 MB resident: loaded by the worker that renders a PDF, not by every worker
+
     pdf = FPDF(format="A4")
     pdf.set_title("AI content disclosure report")
     pdf.set_creation_date(report.generated_at)
@@ -123,6 +128,8 @@ def report_pdf(report: ComplianceReport) -> bytes:
 
 
 def _line(pdf: FPDF, text: str, height: float = 6) -> None:
+    from fpdf.enums import XPos, YPos
+
     pdf.multi_cell(0, height, _latin1(text), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
 
 

@@ -265,3 +265,16 @@ def test_pdf_is_accepted_by_qpdf_and_pdftotext_reads_its_figures(client, seeded,
 def test_counts_by_flags_add_up():
     counts = Counter({3: 4, 2: 1, 7: 2, 0: 5, 8: 1})
     assert disclosure_counts(counts) == {"mark": 6, "metadata": 7, "c2pa": 2, "visible": 1}
+
+
+def test_a_worker_loads_fpdf_only_to_render_a_pdf():
+    """fpdf2 and fontTools are about 60 MB resident: every worker serves the URL conf, few render a PDF."""
+    import os
+    import sys as this_sys
+
+    code = ("import django, sys; django.setup(); import config.urls, dashboard.urls, provenance.compliance_documents; "
+            "assert 'fpdf' not in sys.modules, 'fpdf loaded'")
+    env = {**os.environ, "DEBUG": "true", "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env.pop("DATABASE_URL", None)
+    result = subprocess.run([this_sys.executable, "-c", code], env=env, capture_output=True, timeout=600)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
