@@ -169,6 +169,15 @@ def ffprobe(data: bytes, suffix: str) -> dict:
     return json.loads(result.stdout)
 
 
+def rotation(probed: dict) -> int:
+    """The first video stream's rotation in an ffprobe JSON view (its display matrix), 0 when it has none."""
+    stream = next(s for s in probed["streams"] if s["codec_type"] == "video")
+    for side_data in stream.get("side_data_list", []):
+        if "rotation" in side_data:
+            return round(float(side_data["rotation"]))
+    return round(float(stream.get("tags", {}).get("rotate", 0)))
+
+
 def ffprobe_errors(data: bytes, suffix: str) -> str:
     """What ffprobe reports as errors while reading every packet of the file."""
     with tempfile.NamedTemporaryFile(suffix=f".{suffix}") as file:

@@ -48,6 +48,9 @@ ENCODERS = {
 }
 FALLBACK_CODEC = {"webm": "vp9"}  # what a codec without an encoder here becomes; H.264 elsewhere
 # Container tags the muxer writes itself: copying the input's would describe the input, not our file.
+# A flat synthetic clip sent at 0.03 bit a pixel lost its mark re-encoded at that rate and kept it from 0.09
+# (bench/video_watermark.py); ordinary 1080p30 H.264 at 4-8 Mbit/s is 0.06-0.13 bit a pixel.
+MIN_BITS_PER_PIXEL = 0.12
 _MUXER_TAGS = frozenset({"major_brand", "minor_version", "compatible_brands", "encoder", "creation_time_us"})
 _THREADS = 2
 
@@ -208,13 +211,16 @@ def _seconds(container: av.container.InputContainer) -> float:
 
 
 def _bit_rate(data: bytes, source: av.container.InputContainer, video: av.video.stream.VideoStream) -> int:
-    """The input video stream's bit rate: declared, or the file's when the stream declares none (Matroska)."""
+    """The input video stream's bit rate (declared, or the file's less its audio when the stream declares none,
+    as in Matroska), at least MIN_BITS_PER_PIXEL: the mark is detail the encoder must have bits for."""
+    rate = float(video.average_rate or video.guessed_rate or 25)
+    floor = int(MIN_BITS_PER_PIXEL * video.codec_context.width * video.codec_context.height * rate)
     declared = video.codec_context.bit_rate
     if declared:
-        return int(declared)
+        return max(floor, int(declared))
     seconds = _seconds(source)
     others = sum(stream.codec_context.bit_rate or 0 for stream in source.streams.audio)
-    return max(100_000, int(len(data) * 8 / seconds) - others) if seconds else 2_000_000
+    return max(floor, int(len(data) * 8 / seconds) - others) if seconds else floor
 
 
 def read_mark(data: bytes, demuxer: str) -> int | None:
