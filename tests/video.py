@@ -34,6 +34,48 @@ def moving_gradient(index: int, width: int, height: int) -> np.ndarray:
     return image
 
 
+@functools.cache
+def _texture(height: int, width: int, seed: int = 7) -> np.ndarray:
+    """A grey-level texture (blurred noise at two scales), twice the frame's size, for the panning pictures."""
+    rng = np.random.default_rng(seed)
+    coarse = np.kron(rng.random((height // 16 + 2, width // 16 + 2)), np.ones((32, 32)))[: 2 * height, : 2 * width]
+    fine = rng.random((2 * height, 2 * width))
+    return (coarse * 150 + fine * 60 + 20).astype(np.float32)
+
+
+def textured_pan(index: int, width: int, height: int) -> np.ndarray:
+    """Natural-looking detail sliding diagonally by 3 pixels a frame, slightly coloured."""
+    texture = _texture(height, width)
+    top, left = (index * 3) % height, (index * 2) % width
+    grey = texture[top : top + height, left : left + width]
+    return np.stack([grey, grey * 0.9 + 10, grey * 0.8 + 20], axis=-1).clip(0, 255).astype(np.uint8)
+
+
+def high_motion(index: int, width: int, height: int) -> np.ndarray:
+    """The texture jumping to an unrelated place every frame (a cut or a whip pan each frame)."""
+    texture = _texture(height, width)
+    rng = np.random.default_rng(index)
+    top, left = int(rng.integers(0, height)), int(rng.integers(0, width))
+    grey = texture[top : top + height, left : left + width]
+    return np.repeat(grey[..., None], 3, axis=-1).astype(np.uint8)
+
+
+def flat_scene(index: int, width: int, height: int) -> np.ndarray:
+    """A wall: one grey with a faint vertical gradient, nothing moving."""
+    yy = np.mgrid[0:height, 0:width][0]
+    return np.repeat((110 + 20 * yy / height)[..., None], 3, axis=-1).astype(np.uint8)
+
+
+def dark_scene(index: int, width: int, height: int) -> np.ndarray:
+    """The panning texture at night: levels 16 to about 50."""
+    return (textured_pan(index, width, height).astype(np.float32) * 0.15 + 16).astype(np.uint8)
+
+
+def fade_in(index: int, width: int, height: int, frames: int = 25) -> np.ndarray:
+    """The panning texture faded in from black over the first second (25 frames)."""
+    return (textured_pan(index, width, height) * min(1.0, index / frames)).astype(np.uint8)
+
+
 def make_video(fmt: str = "mp4", *, codec: str | None = None, size: tuple[int, int] = (320, 240),
                seconds: float = 3.0, fps: int = 25, picture: Picture = moving_gradient, rotate: int | None = None,
                audio: bool = False, faststart: bool = False, bitrate: int | None = None, crf: int | None = None,

@@ -53,6 +53,7 @@ FALLBACK_CODEC = {"webm": "vp9"}  # what a codec without an encoder here becomes
 MIN_BITS_PER_PIXEL = 0.12
 _MUXER_TAGS = frozenset({"major_brand", "minor_version", "compatible_brands", "encoder", "creation_time_us"})
 _THREADS = 2
+KEYFRAME_SECONDS = 2.0
 
 
 @contextmanager
@@ -135,6 +136,10 @@ class _Encoder:
         self.stream.time_base = video.time_base
         self.stream.codec_context.time_base = video.time_base
         self.stream.codec_context.bit_rate = bit_rate
+        # A keyframe at least every KEYFRAME_SECONDS: between keyframes the encoder's motion compensation drags
+        # the mark along with the picture and lets it fade; each keyframe carries it whole again.
+        rate = float(video.average_rate or video.guessed_rate or 25)
+        self.stream.codec_context.gop_size = max(1, round(KEYFRAME_SECONDS * rate))
         self.stream.codec_context.thread_count = _THREADS
         if video.sample_aspect_ratio:
             self.stream.codec_context.sample_aspect_ratio = video.sample_aspect_ratio

@@ -10,22 +10,28 @@ Design
   to be aimed frame by frame, which is what makes marking slow, and video reads gain far more SNR from
   averaging frames than from it.
 * The carrier lives on a *grid*: the frame resized so its short side is ``GRID_SIDE`` pixels (frames
-  smaller than that keep their size). A 1080p frame carries a tile of 384 pixels, so the mark sits at
-  periods of 12 to 48 pixels, which H.264/H.265/VP9 at ordinary rates keep; a copy scaled to 720p or
-  480p is resized back to the same grid by the reader, so uniform scaling costs nothing to undo.
+  smaller than that keep their size). A 1080p frame carries a tile of 576 pixels, so the mark sits at
+  periods of 18 to 72 pixels, which H.264/H.265/VP9 at ordinary rates keep (a 360 grid lost the mark of
+  smooth 360p clips to CRF 28); a copy scaled to 720p or 480p is resized back to the same grid by the
+  reader, so uniform scaling costs nothing to undo.
 * The mark id is the same in every frame, so the tile, tiled over the grid and resized to the frame
   (``FrameMarker``), is computed once per frame size. Per frame only the texture-masking gain is
   measured, on the grid-sized copy of the frame (a few hundred thousand pixels whatever the frame
-  size), then resized and multiplied into the carrier: about 0.6 level RMS on flat areas, more in
-  texture, faded near black and white, never over the image mark's RMS budget. Every frame is marked:
+  size), then resized and multiplied into the carrier: twice the image mark's gain (``GAIN_BOOST``), so
+  about 1.2 levels RMS on flat areas and more in texture, faded near black and white, never over the
+  image mark's RMS budget (1.69 levels, PSNR 43.6 dB before the re-encode). Every frame is marked:
   a cadence (one frame in N) would make the mark flicker and leave trims with fewer marked frames.
-* Reading (``MarkReader``): each frame read is resized to the grid and averaged with the others. The
-  pattern is identical (up to its gain) in every frame while the picture moves, so the average keeps the
-  mark and blurs the host; the image reader then reads the average: whitening, folding modulo the tile
-  (any crop or translation becomes a cyclic shift), the pilot's shift, the four flips, and when that
-  fails the lattice search that undoes a scale change (a crop resized to the full frame, or a copy
-  smaller than the grid). Accepted only if the pilot, CRC-24 and codeword checks all pass: never a
-  wrong id.
+* The re-encode (marking.py) puts a keyframe at least every 2 seconds. Between keyframes an encoder's
+  motion compensation drags the mark along with the picture (a pan moves it with the pan) and lets it
+  fade; a keyframe carries it whole, so any 2 seconds hold at least one fully marked frame.
+* Reading (``MarkReader``): each frame read is resized to the grid, whitened and folded modulo the
+  tile (any crop or translation becomes a cyclic shift), as the image reader does. The folded tiles are
+  summed as they are (a still camera: the host averages out, the mark adds up), then, failing that,
+  each moved back by its own pilot shift before the sum (the dragged mark of a pan), then read one by
+  one; each sum is read for the four flips. All this once per ``CROP_RATIOS`` hypothesis (a 10% crop
+  kept at its pixel size is not a uniform scale), then the image reader's lattice search on the
+  frames' average and on the first frame for any other scale. Accepted only if the pilot, CRC-24 and
+  codeword checks all pass: never a wrong id.
 
 Figures (recovery per attack, PSNR, time): bench/video_watermark.py and docs/performance.md.
 """
@@ -39,8 +45,14 @@ from media_codecs import ecc
 from media_codecs.ecc import MARK_BITS
 from media_codecs.image.watermark import MIN_READ_SIDE, MIN_SIDE, TILE, extract_luma
 from media_codecs.image.watermark.embedding import _WHITEN_SIGMA, _block_means, _masking_gain, _tile_pattern
+from media_codecs.image.watermark.reading import _find_shift, _flat_spectrum, _fold, _read_folded, _whiten
 
-GRID_SIDE = 360  # short side of the grid the carrier is defined on (pixels of the frame's resized copy)
+GRID_SIDE = 240  # short side of the grid the carrier is defined on (pixels of the frame's resized copy)
+# The image mark's gain doubled, within the same RMS budget: 1.2 levels RMS on flat areas instead of 0.6. At
+# 0.6 an H.264 CRF 28 copy of a flat, dark or fading 360p clip lost the mark; at 1.5x the dark and fading
+# clips still did not survive a scale to 240 lines (bench/video_watermark.py).
+GAIN_BOOST = 2.0
+CROP_RATIOS = (1.0, 0.9)  # what a reader assumes of a copy's short side against the signed clip's
 MIN_FRAME_SIDE = MIN_SIDE  # frames with a shorter side cannot carry the mark
 _GRID_BLOCK = 4  # the masking gain is measured on 4x4 blocks of the grid (the image mark's _GRID)
 
@@ -86,7 +98,9 @@ class FrameMarker:
 def _grid_gain(grid_luma: np.ndarray) -> np.ndarray:
     """The image mark's texture-masking gain, measured on the grid copy (a quarter of its size)."""
     residual = grid_luma - cv2.GaussianBlur(grid_luma, (0, 0), _WHITEN_SIGMA)
-    return _masking_gain(_block_means(residual * residual), _block_means(grid_luma))
+    gain = _masking_gain(_block_means(residual * residual), _block_means(grid_luma)) * np.float32(GAIN_BOOST)
+    mean_square = float(np.mean(gain * gain))
+    return gain / np.float32(np.sqrt(mean_square)) if mean_square > 1.0 else gain
 
 
 def _resized(plane: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -99,25 +113,107 @@ def _resized(plane: np.ndarray, height: int, width: int) -> np.ndarray:
 
 
 class MarkReader:
-    """Averages frames (luminance planes of one size) on the grid, then reads the mark from the average."""
+    """Collects frames (luminance planes of one size) on the grid, then reads the mark from all of them.
+
+    Each frame goes on the grid once per hypothesis of ``CROP_RATIOS``: the copy's short side is that share of
+    the signed clip's (1: the whole picture, scaled or not; 0.9: a 10% crop kept at its pixel size)."""
 
     def __init__(self) -> None:
-        self.total: np.ndarray | None = None
-        self.count = 0
+        self.hypotheses = [_Hypothesis(ratio) for ratio in CROP_RATIOS]
+        self.first: np.ndarray | None = None
 
     def add(self, luma: np.ndarray) -> None:
         """Add one frame's luminance; frames of another size than the first are ignored."""
         if min(luma.shape) < MIN_READ_SIDE:
             return
-        grid = _resized(np.asarray(luma, dtype=np.float32), *grid_size(*luma.shape))
-        if self.total is None:
-            self.total = np.zeros_like(grid, dtype=np.float64)
-        if grid.shape == self.total.shape:
-            self.total += grid
-            self.count += 1
+        luma = np.asarray(luma, dtype=np.float32)
+        if self.first is None:
+            self.first = luma
+        elif luma.shape != self.first.shape:
+            return
+        for hypothesis in self.hypotheses:
+            hypothesis.add(luma)
 
     def read(self) -> int | None:
-        """The id carried by the frames added so far, or None (no frame, or no mark passes the checks)."""
-        if self.total is None or not self.count:
+        """The id carried by the frames added so far, or None (no frame, or no mark passes the checks).
+
+        Each hypothesis in turn, then the image reader's lattice search (a scale no hypothesis names) on the
+        average of the frames and on the first frame alone (a keyframe: the sharpest mark)."""
+        if self.first is None:
             return None
-        return extract_luma((self.total / self.count).astype(np.float32))
+        for hypothesis in self.hypotheses:
+            mark_id = hypothesis.read()
+            if mark_id is not None:
+                return mark_id
+        whole = self.hypotheses[0]
+        mark_id = extract_luma((whole.total / len(whole.folds)).astype(np.float32))
+        if mark_id is None and len(whole.folds) > 1:
+            mark_id = extract_luma(_resized(self.first, *whole.total.shape))
+        return mark_id
+
+
+class _Hypothesis:
+    """The frames' folded tiles and their sum on the grid, for a copy whose short side is ``ratio`` of the
+    signed clip's."""
+
+    def __init__(self, ratio: float):
+        self.ratio = ratio
+        self.total: np.ndarray | None = None
+        self.folds: list[np.ndarray] = []
+
+    def add(self, luma: np.ndarray) -> None:
+        height, width = luma.shape
+        scale = min(1.0, GRID_SIDE * self.ratio / min(height, width))
+        grid = _resized(luma, max(1, round(height * scale)), max(1, round(width * scale)))
+        if self.total is None:
+            self.total = np.zeros_like(grid, dtype=np.float64)
+        self.total += grid
+        self.folds.append(_fold(_whiten(grid)))
+
+    def read(self) -> int | None:
+        """In order, cheapest and most likely first: the folded tiles summed as they are (a still camera),
+        summed after undoing each frame's own pilot shift (a pan: the encoder's motion compensation drags
+        the mark along with the picture until the next keyframe), then the best frames one by one."""
+        if not self.folds:
+            return None
+        mark_id, _ = _read_folded(np.sum(self.folds, axis=0))
+        if mark_id is not None:
+            return mark_id
+        for flip in _FLIPS:
+            mark_id = _read_aligned([flip(fold) for fold in self.folds])
+            if mark_id is not None:
+                return mark_id
+        strongest = sorted(self.folds, key=lambda fold: -_pilot(fold)[1])
+        for fold in strongest[:_SINGLE_READS]:
+            mark_id, _ = _read_folded(fold)
+            if mark_id is not None:
+                return mark_id
+        return None
+
+
+_FLIPS = (lambda tile: tile, lambda tile: tile[:, ::-1], lambda tile: tile[::-1], lambda tile: tile[::-1, ::-1])
+_ALIGN_MIN_SCORE = 4.0  # a frame's pilot below this gives no shift worth aligning on (noise peaks reach ~4.8)
+_SINGLE_READS = 4  # frames read one by one, the strongest pilots first
+
+
+def _pilot(fold: np.ndarray) -> tuple[tuple[float, float], float]:
+    """The pilot's cyclic shift in a folded tile and its significance."""
+    dy, dx, score = _find_shift(_flat_spectrum(fold))
+    return (dy, dx), score
+
+
+def _read_aligned(folds: list[np.ndarray]) -> int | None:
+    """Sum the folded tiles whose pilot shows, each moved back by its own shift (a sub-pixel shift, in the
+    tile's spectrum), and read the sum."""
+    pilots = [(_pilot(fold), fold) for fold in folds]
+    spectra = [np.fft.rfft2(fold) * _shift_ramp(shift) for (shift, score), fold in pilots if score >= _ALIGN_MIN_SCORE]
+    if len(spectra) < 2:
+        return None
+    return _read_folded(np.fft.irfft2(np.sum(spectra, axis=0), s=(TILE, TILE)).astype(np.float32))[0]
+
+
+def _shift_ramp(shift: tuple[float, float]) -> np.ndarray:
+    """The rfft2 phase ramp that moves a tile back by ``shift`` (dy, dx) pixels, cyclically."""
+    ky = np.fft.fftfreq(TILE)[:, None]
+    kx = np.fft.rfftfreq(TILE)[None, :]
+    return np.exp(2j * np.pi * (ky * shift[0] + kx * shift[1]))
