@@ -48,9 +48,11 @@ ENCODERS = {
 }
 FALLBACK_CODEC = {"webm": "vp9"}  # what a codec without an encoder here becomes; H.264 elsewhere
 # Container tags the muxer writes itself: copying the input's would describe the input, not our file.
-# A flat synthetic clip sent at 0.03 bit a pixel lost its mark re-encoded at that rate and kept it from 0.09
-# (bench/video_watermark.py); ordinary 1080p30 H.264 at 4-8 Mbit/s is 0.06-0.13 bit a pixel.
-MIN_BITS_PER_PIXEL = 0.12
+# The re-encode's least bit rate: a flat synthetic 320x240 clip sent at 70 kbit/s lost its mark re-encoded at
+# that rate and kept it from 250 kbit/s; ordinary 1080p30 H.264 at 4-8 Mbit/s is 0.06-0.13 bit a pixel, so
+# the per-pixel floor only lifts starved streams.
+MIN_BITS_PER_PIXEL = 0.05
+MIN_BIT_RATE = 300_000
 _MUXER_TAGS = frozenset({"major_brand", "minor_version", "compatible_brands", "encoder", "creation_time_us"})
 _THREADS = 2
 KEYFRAME_SECONDS = 2.0
@@ -217,9 +219,10 @@ def _seconds(container: av.container.InputContainer) -> float:
 
 def _bit_rate(data: bytes, source: av.container.InputContainer, video: av.video.stream.VideoStream) -> int:
     """The input video stream's bit rate (declared, or the file's less its audio when the stream declares none,
-    as in Matroska), at least MIN_BITS_PER_PIXEL: the mark is detail the encoder must have bits for."""
+    as in Matroska), at least MIN_BIT_RATE and MIN_BITS_PER_PIXEL: the mark is detail the encoder must have
+    bits for."""
     rate = float(video.average_rate or video.guessed_rate or 25)
-    floor = int(MIN_BITS_PER_PIXEL * video.codec_context.width * video.codec_context.height * rate)
+    floor = max(MIN_BIT_RATE, int(MIN_BITS_PER_PIXEL * video.codec_context.width * video.codec_context.height * rate))
     declared = video.codec_context.bit_rate
     if declared:
         return max(floor, int(declared))

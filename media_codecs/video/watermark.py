@@ -85,14 +85,24 @@ class FrameMarker:
         self.carrier = _resized(tiled, height, width)
 
     def delta(self, luma: np.ndarray) -> np.ndarray:
-        """The mark to add to one frame's luminance (uint8 or float, height x width), as float32."""
-        gain = _grid_gain(_resized(np.asarray(luma, dtype=np.float32), *self.grid))
+        """The mark to add to one frame's luminance (uint8, height x width), as float32."""
+        gain = _grid_gain(_quick_grid_copy(luma, self.grid))
         return cv2.multiply(self.carrier, _resized(gain, self.height, self.width))
 
     def mark(self, luma: np.ndarray) -> np.ndarray:
         """The 8-bit luminance plane carrying the mark (rounded and saturated)."""
         luma = np.ascontiguousarray(luma, dtype=np.uint8)
-        return cv2.add(luma.astype(np.float32), self.delta(luma), dtype=cv2.CV_8U)
+        return cv2.add(luma, np.rint(self.delta(luma)).astype(np.int16), dtype=cv2.CV_8U)
+
+
+def _quick_grid_copy(luma: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+    """The frame on the grid for its masking gain, as float32: block means over a whole factor first (OpenCV's
+    fast path), then bilinear to the grid; a quarter of the time of one area resize by 4.5 on 1080p."""
+    factor = min(luma.shape[0] // grid[0], luma.shape[1] // grid[1])
+    if factor >= 2:
+        height, width = luma.shape[0] // factor, luma.shape[1] // factor
+        luma = cv2.resize(luma[: height * factor, : width * factor], (width, height), interpolation=cv2.INTER_AREA)
+    return cv2.resize(luma, (grid[1], grid[0]), interpolation=cv2.INTER_LINEAR).astype(np.float32)
 
 
 def _grid_gain(grid_luma: np.ndarray) -> np.ndarray:
