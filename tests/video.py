@@ -127,6 +127,45 @@ def _video_stream(output, codec: str, size: tuple[int, int], fps: int, *, bitrat
     return stream
 
 
+def make_vfr_video(fmt: str = "mp4", *, size: tuple[int, int] = (320, 240), frames: int = 60,
+                   picture: Picture = textured_pan) -> bytes:
+    """A variable-frame-rate clip: frames alternately 1/30 s and 1/15 s apart (millisecond timestamps)."""
+    buffer = io.BytesIO()
+    with av.open(buffer, "w", format=MUXERS[fmt]) as output:
+        stream = _video_stream(output, "libx264", size, 30, bitrate=None, crf=23, keyint=None)
+        stream.codec_context.time_base = stream.time_base = Fraction(1, 1000)
+        shown = 0
+        for index in range(frames):
+            frame = av.VideoFrame.from_ndarray(picture(index, *size), format="rgb24")
+            frame.pts, frame.time_base = shown, Fraction(1, 1000)
+            shown += 33 if index % 2 else 67
+            output.mux(stream.encode(frame))
+        output.mux(stream.encode(None))
+    return buffer.getvalue()
+
+
+def ffmpeg_copy(data: bytes, suffix: str, arguments: list[str], target: str = "mp4") -> bytes:
+    """The file run through the ffmpeg binary with `arguments` (filters, codec options) into a `target` file."""
+    with tempfile.TemporaryDirectory() as folder:
+        source, output = f"{folder}/in.{suffix}", f"{folder}/out.{target}"
+        with open(source, "wb") as file:
+            file.write(data)
+        subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", source, *arguments, output], check=True, timeout=600,
+                       capture_output=True)
+        with open(output, "rb") as file:
+            return file.read()
+
+
+def has_ffmpeg() -> bool:
+    return shutil.which("ffmpeg") is not None
+
+
+def frame_times(data: bytes, fmt: str) -> list[float]:
+    """The presentation time of every frame of the first video stream, in seconds."""
+    with av.open(io.BytesIO(data), format=DEMUXERS[fmt]) as given:
+        return [float(frame.time) for frame in given.decode(video=0)]
+
+
 def make_audio_only(fmt: str, seconds: float = 1.0) -> bytes:
     """A file of the format holding a single audio stream."""
     buffer = io.BytesIO()
