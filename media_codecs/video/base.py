@@ -60,15 +60,14 @@ class VideoCodec(Codec):
 
     def decode_work(self, content: bytes | Media) -> Work:
         """Verification decodes the first frame (for its pHash: frames.py) and, for the watermark, at most
-        marking.READ_PIXELS frame pixels spread over the clip, whatever the length: half a unit for the demuxer
-        and the packets before the first frame, then per megapixel decoded 0.2 for the first frame and
-        0.1 for the watermark's (smaller frames are read more, up to marking.READ_POSITIONS *
-        FRAMES_PER_POSITION), a unit for each seek."""
+        `marking.read_frame_count` frames spread over the clip (50 megapixels at most), whatever the length:
+        half a unit for the demuxer and the packets before the first frame, 0.2 a megapixel of the first
+        frame, 0.1 a megapixel of each frame the watermark reader decodes, 0.1 for each of its seeks."""
         from media_codecs.video import marking
 
         media = self.media(content)
         pixels = self.pixel_count(media)
-        frames = min(marking.READ_POSITIONS * marking.FRAMES_PER_POSITION, max(1, marking.READ_PIXELS // pixels))
+        frames = marking.read_frame_count(pixels)
         units = 0.5 + 0.2 * pixels / 1e6 + 0.1 * frames * pixels / 1e6 + 0.1 * marking.READ_POSITIONS
         return Work(self.family, pixels, "frame pixels", file_units(media.data) + units)
 

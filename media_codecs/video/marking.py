@@ -9,8 +9,9 @@ Each frame keeps its timestamp (variable frame rates stay variable), the stream 
 (audio, subtitles, data, a second video stream) is copied packet for packet, untouched.
 
 **Reading** (`read_mark`): at most READ_POSITIONS places spread over the clip, each a seek to the
-keyframe before it and FRAMES_PER_POSITION frames decoded from there (the keyframe first: the best
-picture of its group), at most READ_PIXELS frame pixels in all; every frame goes to one
+keyframe before it and an equal share of the frames read decoded from there (the keyframe first: the best
+picture of its group). The frames read are at most MAX_READ_FRAMES and READ_PIXELS frame pixels
+(`read_frame_count`: 24 frames of 1080p, 64 of 360p); every frame goes to one
 watermark.MarkReader, which averages them and reads the average. A clip of a few seconds holds one
 keyframe: its first frames are read then.
 
@@ -36,12 +37,15 @@ from media_codecs.video.watermark import FrameMarker, MarkReader, WatermarkError
 
 MAX_MARKED_FRAMES = MAX_SECONDS * 120
 READ_POSITIONS = 8
-FRAMES_PER_POSITION = 3
+MAX_READ_FRAMES = 64
 READ_PIXELS = 24 * 1920 * 1080  # frame pixels one read decodes at most: 24 frames of 1080p, 5 of 4K
 # The input's codec -> (encoder, options). Presets chosen for a 60 s 1080p clip marked within a minute
 # on two cores (docs/performance.md); the bit rate is the input's.
 ENCODERS = {
-    "h264": ("libx264", {"preset": "veryfast"}),
+    # x264 drops small residuals in P-frames (its dead zones, decimation, fast skip): there the mark's
+    # refresh is such a residual; keeping them kept a grainy 240-line clip's mark (docs/performance.md)
+    "h264": ("libx264", {"preset": "veryfast",
+                         "x264-params": "dct-decimate=0:fast-pskip=0:deadzone-inter=8:deadzone-intra=6"}),
     "hevc": ("libx265", {"preset": "ultrafast", "x265-params": "log-level=error"}),
     "vp9": ("libvpx-vp9", {"deadline": "realtime", "cpu-used": "8", "row-mt": "1"}),
     "av1": ("libsvtav1", {"preset": "10"}),
@@ -95,7 +99,7 @@ def mark_video(data: bytes, demuxer: str, muxer: str, mark_id: int, progress: Pr
     report = steps(progress)
     output_file = io.BytesIO()
     with _codec_errors():
-        matrix = _first_display_matrix(data, demuxer)
+        matrix, video_bytes = _video_facts(data, demuxer)
     with _codec_errors(), _input(data, demuxer) as source:
         video = source.streams.video[0]
         with av.open(output_file, mode="w", format=muxer) as target:
@@ -103,7 +107,8 @@ def mark_video(data: bytes, demuxer: str, muxer: str, mark_id: int, progress: Pr
             copies, encoder = {}, None
             for stream in source.streams:  # the output's streams in the input's order
                 if stream.index == video.index:
-                    encoder = _Encoder(target, video, muxer, mark_id, _bit_rate(data, source, video), matrix)
+                    bit_rate = _bit_rate(video, video_bytes, _seconds(source))
+                    encoder = _Encoder(target, video, muxer, mark_id, bit_rate, matrix)
                 else:
                     copies[stream.index] = _copied_stream(target, stream)
             seconds = _seconds(source)
@@ -179,13 +184,19 @@ class _Encoder:
         return marked
 
 
-def _first_display_matrix(data: bytes, demuxer: str) -> tuple[int, ...] | None:
-    """The display matrix of the first video stream, from its first frame (FFmpeg hands the stream's matrix to
-    every decoded frame): it must be on the output stream before the output's header is written."""
+def _video_facts(data: bytes, demuxer: str) -> tuple[tuple[int, ...] | None, int]:
+    """The first video stream's display matrix, from its first frame (FFmpeg hands the stream's matrix to every
+    decoded frame: it must be on the output stream before the output's header is written), and the bytes of
+    all its packets (read, not decoded)."""
+    matrix, total = None, 0
     with _input(data, demuxer) as source:
-        for frame in source.decode(source.streams.video[0]):
-            return _display_matrix(frame)
-    return None
+        video = source.streams.video[0]
+        for packet in source.demux(video):
+            total += packet.size
+            if total and matrix is None and packet.size:
+                for frame in video.codec_context.decode(packet):
+                    matrix = _display_matrix(frame) or ()
+    return matrix or None, total
 
 
 def _display_matrix(frame: av.VideoFrame) -> tuple[int, ...] | None:
@@ -217,18 +228,19 @@ def _seconds(container: av.container.InputContainer) -> float:
     return container.duration / av.time_base if container.duration else 0.0
 
 
-def _bit_rate(data: bytes, source: av.container.InputContainer, video: av.video.stream.VideoStream) -> int:
-    """The input video stream's bit rate (declared, or the file's less its audio when the stream declares none,
-    as in Matroska), at least MIN_BIT_RATE and MIN_BITS_PER_PIXEL: the mark is detail the encoder must have
-    bits for."""
+def _bit_rate(video: av.video.stream.VideoStream, video_bytes: int, seconds: float) -> int:
+    """The input video stream's bit rate, measured from its packets (a declared rate is an average some muxers
+    leave out or get wrong), at least MIN_BIT_RATE and MIN_BITS_PER_PIXEL: the mark is detail the encoder
+    must have bits for."""
     rate = float(video.average_rate or video.guessed_rate or 25)
     floor = max(MIN_BIT_RATE, int(MIN_BITS_PER_PIXEL * video.codec_context.width * video.codec_context.height * rate))
-    declared = video.codec_context.bit_rate
-    if declared:
-        return max(floor, int(declared))
-    seconds = _seconds(source)
-    others = sum(stream.codec_context.bit_rate or 0 for stream in source.streams.audio)
-    return max(floor, int(len(data) * 8 / seconds) - others) if seconds else floor
+    measured = int(video_bytes * 8 / seconds) if seconds > 0 else 0
+    return max(floor, measured or int(video.codec_context.bit_rate or 0))
+
+
+def read_frame_count(frame_pixels: int) -> int:
+    """How many frames of this size a read decodes at most."""
+    return max(1, min(MAX_READ_FRAMES, READ_PIXELS // max(1, frame_pixels)))
 
 
 def read_mark(data: bytes, demuxer: str) -> int | None:
@@ -240,7 +252,7 @@ def read_mark(data: bytes, demuxer: str) -> int | None:
     with _codec_errors(), _input(data, demuxer) as source:
         video = source.streams.video[0]
         context = video.codec_context
-        budget = max(1, READ_PIXELS // max(1, context.width * context.height))
+        budget = read_frame_count(context.width * context.height)
         seconds = _seconds(source)
         seen: set[int] = set()
         for position in range(READ_POSITIONS):
@@ -252,13 +264,13 @@ def read_mark(data: bytes, demuxer: str) -> int | None:
                 context.flush_buffers()
             elif position:
                 break
-            _read_frames(source, video, reader, seen, budget)
+            _read_frames(source, video, reader, seen, budget, -(-budget // READ_POSITIONS))
     return reader.read()
 
 
 def _read_frames(source: av.container.InputContainer, video: av.video.stream.VideoStream, reader: MarkReader,
-                 seen: set[int], budget: int) -> None:
-    """Add the next FRAMES_PER_POSITION frames (not added before) to the reader."""
+                 seen: set[int], budget: int, count: int) -> None:
+    """Add the next `count` frames (not added before) to the reader."""
     taken = 0
     for packet in source.demux(video):
         for frame in video.codec_context.decode(packet):
@@ -267,7 +279,7 @@ def _read_frames(source: av.container.InputContainer, video: av.video.stream.Vid
                 seen.add(key)
                 reader.add(_luma(frame))
                 taken += 1
-            if taken >= FRAMES_PER_POSITION or len(seen) >= budget:
+            if taken >= count or len(seen) >= budget:
                 return
 
 

@@ -144,7 +144,7 @@ def test_the_mark_survives_a_copy(marked_clip, attack) -> None:
 
 @needs_ffmpeg
 def test_a_1080p_clip_scaled_to_480p_keeps_its_mark() -> None:
-    clip = video.make_video("mp4", size=(1920, 1080), seconds=0.5, fps=30, picture=video.textured_pan, crf=23)
+    clip = video.make_video("mp4", size=(1920, 1080), seconds=1.0, fps=30, picture=video.textured_pan, crf=23)
     marked = get_codec("mp4").embed_watermark(clip, MARK_ID)
     copy = video.ffmpeg_copy(marked, "mp4", ["-vf", "scale=-2:480", "-c:v", "libx264", "-crf", "23"])
     assert get_codec("mp4").extract_watermark(copy) == MARK_ID
