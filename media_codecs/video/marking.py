@@ -3,8 +3,9 @@
 **Marking** (`mark_video`): every frame of the first video stream is decoded, converted to 8-bit 4:2:0 if it
 is not, marked (watermark.FrameMarker: the carrier is made once for the frame size) and encoded again with
 the input's codec family through PyAV's bundled encoders (ENCODERS: H.264 stays H.264, H.265 stays H.265,
-VP9 and AV1 stay themselves; anything else becomes H.264, or VP9 in WebM), at the input stream's bit rate.
-Each frame keeps its timestamp (variable frame rates stay variable), the stream keeps its display matrix
+VP9 and AV1 stay themselves; anything else becomes H.264, or VP9 in WebM), at the input stream's bit rate
+measured from its packets (with a floor, MIN_BIT_RATE and MIN_BITS_PER_PIXEL), a keyframe at least every
+KEYFRAME_SECONDS. 10-bit and 4:2:2 or 4:4:4 input comes back 8-bit 4:2:0. Each frame keeps its timestamp (variable frame rates stay variable), the stream keeps its display matrix
 (rotation and mirroring), its language and title, and the container its metadata. Every other stream
 (audio, subtitles, data, a second video stream) is copied packet for packet, untouched.
 
@@ -12,8 +13,8 @@ Each frame keeps its timestamp (variable frame rates stay variable), the stream 
 keyframe before it and an equal share of the frames read decoded from there (the keyframe first: the best
 picture of its group). The frames read are at most MAX_READ_FRAMES and READ_PIXELS frame pixels
 (`read_frame_count`: 24 frames of 1080p, 64 of 360p); every frame goes to one
-watermark.MarkReader, which averages them and reads the average. A clip of a few seconds holds one
-keyframe: its first frames are read then.
+watermark.MarkReader, which combines them (watermark.py). A clip of a few seconds holds one keyframe: its
+first frames are read then.
 
 Bounds: the decoder refuses pictures over limits.MAX_PIXELS; marking stops with MediaTooLarge past
 MAX_MARKED_FRAMES frames (the limits' 10 minutes at 120 frames a second), whatever the container declares.
