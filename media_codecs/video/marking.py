@@ -5,8 +5,9 @@ is not, marked (watermark.FrameMarker: the carrier is made once for the frame si
 the input's codec family through PyAV's bundled encoders (ENCODERS: H.264 stays H.264, H.265 stays H.265,
 VP9 and AV1 stay themselves; anything else becomes H.264, or VP9 in WebM), at the input stream's bit rate
 measured from its packets (with a floor, MIN_BIT_RATE and MIN_BITS_PER_PIXEL), a keyframe at least every
-KEYFRAME_SECONDS. 10-bit and 4:2:2 or 4:4:4 input comes back 8-bit 4:2:0. Each frame keeps its timestamp (variable frame rates stay variable), the stream keeps its display matrix
-(rotation and mirroring), its language and title, and the container its metadata. Every other stream
+KEYFRAME_SECONDS. 10-bit and 4:2:2 or 4:4:4 input comes back 8-bit 4:2:0. Each frame keeps its timestamp
+(variable frame rates stay variable), the stream keeps its display matrix (rotation and mirroring), its
+language and title, and the container its metadata. Every other stream
 (audio, subtitles, data, a second video stream) is copied packet for packet, untouched.
 
 **Reading** (`read_mark`): at most READ_POSITIONS places spread over the clip, each a seek to the
