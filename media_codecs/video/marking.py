@@ -61,6 +61,12 @@ MIN_BITS_PER_PIXEL = 0.05
 MIN_BIT_RATE = 300_000
 _MUXER_TAGS = frozenset({"major_brand", "minor_version", "compatible_brands", "encoder", "creation_time_us"})
 _THREADS = 2
+# The marking pass decodes on one thread and writes bit-exact containers: with FFmpeg's frame threads, or
+# without "+bitexact" (Matroska's random UIDs), two markings of one file came out different, and the same
+# bytes for the same input is a codec's contract. The encoder keeps its two threads: 20 markings of one
+# clip gave one output.
+_MARKING_DECODER_THREADS = 1
+_MUXER_OPTIONS = {"fflags": "+bitexact"}  # Matroska's segment and track UIDs are random without it
 KEYFRAME_SECONDS = 2.0
 
 
@@ -75,7 +81,7 @@ def _codec_errors() -> Iterator[None]:
 
 
 @contextmanager
-def _input(data: bytes, demuxer: str) -> Iterator[av.container.InputContainer]:
+def _input(data: bytes, demuxer: str, threads: int = _THREADS) -> Iterator[av.container.InputContainer]:
     limit = {"max_pixels": str(MAX_PIXELS)}
     container = av.open(io.BytesIO(data), format=demuxer, options=limit)
     try:
@@ -87,7 +93,7 @@ def _input(data: bytes, demuxer: str) -> Iterator[av.container.InputContainer]:
         if max(context.width, context.height) > MAX_SIDE or context.width * context.height > MAX_PIXELS:
             raise MediaTooLarge(f"the video stream is {context.width}x{context.height}, over the limits")
         context.options = limit
-        context.thread_count = _THREADS
+        context.thread_count = threads
         yield container
     finally:
         container.close()
@@ -102,9 +108,9 @@ def mark_video(data: bytes, demuxer: str, muxer: str, mark_id: int, progress: Pr
     output_file = io.BytesIO()
     with _codec_errors():
         matrix, video_bytes = _video_facts(data, demuxer)
-    with _codec_errors(), _input(data, demuxer) as source:
+    with _codec_errors(), _input(data, demuxer, _MARKING_DECODER_THREADS) as source:
         video = source.streams.video[0]
-        with av.open(output_file, mode="w", format=muxer) as target:
+        with av.open(output_file, mode="w", format=muxer, options=_MUXER_OPTIONS) as target:
             _copy_tags(source.metadata, target.metadata)
             copies, encoder = {}, None
             for stream in source.streams:  # the output's streams in the input's order

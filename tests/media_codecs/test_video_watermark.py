@@ -156,3 +156,10 @@ def test_garbage_in_a_video_container_is_a_codec_error() -> None:
     codec = get_codec("mp4")
     with pytest.raises(CodecError):
         codec.embed_watermark(broken, MARK_ID)
+
+
+@pytest.mark.parametrize("fmt", ["mp4", "webm"])
+def test_marking_twice_gives_the_same_bytes(fmt) -> None:
+    clip = video.make_video(fmt, size=(320, 240), seconds=3.0, picture=video.textured_pan, keyint=25)
+    codec = get_codec(fmt)
+    assert codec.embed_watermark(clip, MARK_ID) == codec.embed_watermark(clip, MARK_ID)
