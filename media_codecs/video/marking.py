@@ -61,12 +61,10 @@ MIN_BITS_PER_PIXEL = 0.05
 MIN_BIT_RATE = 300_000
 _MUXER_TAGS = frozenset({"major_brand", "minor_version", "compatible_brands", "encoder", "creation_time_us"})
 _THREADS = 2
-# The marking pass decodes on one thread and writes bit-exact containers: with FFmpeg's frame threads, or
-# without "+bitexact" (Matroska's random UIDs), two markings of one file came out different, and the same
-# bytes for the same input is a codec's contract. The encoder keeps its two threads: 20 markings of one
-# clip gave one output.
-_MARKING_DECODER_THREADS = 1
-_MUXER_OPTIONS = {"fflags": "+bitexact"}  # Matroska's segment and track UIDs are random without it
+# Bit-exact containers: without it Matroska's segment and track UIDs are random, and two markings of one
+# WebM file differ (the same bytes for the same input is a codec's contract; PyAV's libx264 does not always
+# keep it, docs/decisions.md).
+_MUXER_OPTIONS = {"fflags": "+bitexact"}
 KEYFRAME_SECONDS = 2.0
 
 
@@ -81,7 +79,7 @@ def _codec_errors() -> Iterator[None]:
 
 
 @contextmanager
-def _input(data: bytes, demuxer: str, threads: int = _THREADS) -> Iterator[av.container.InputContainer]:
+def _input(data: bytes, demuxer: str) -> Iterator[av.container.InputContainer]:
     limit = {"max_pixels": str(MAX_PIXELS)}
     container = av.open(io.BytesIO(data), format=demuxer, options=limit)
     try:
@@ -93,7 +91,7 @@ def _input(data: bytes, demuxer: str, threads: int = _THREADS) -> Iterator[av.co
         if max(context.width, context.height) > MAX_SIDE or context.width * context.height > MAX_PIXELS:
             raise MediaTooLarge(f"the video stream is {context.width}x{context.height}, over the limits")
         context.options = limit
-        context.thread_count = threads
+        context.thread_count = _THREADS
         yield container
     finally:
         container.close()
@@ -108,7 +106,7 @@ def mark_video(data: bytes, demuxer: str, muxer: str, mark_id: int, progress: Pr
     output_file = io.BytesIO()
     with _codec_errors():
         matrix, video_bytes = _video_facts(data, demuxer)
-    with _codec_errors(), _input(data, demuxer, _MARKING_DECODER_THREADS) as source:
+    with _codec_errors(), _input(data, demuxer) as source:
         video = source.streams.video[0]
         with av.open(output_file, mode="w", format=muxer, options=_MUXER_OPTIONS) as target:
             _copy_tags(source.metadata, target.metadata)
