@@ -61,7 +61,7 @@ def _accepted(job) -> Response:
 
 def _sign_params(fields: dict) -> services.SignParams:
     return services.SignParams(generator_id=fields["generator_id"], model=fields["model"],
-                               format=fields.get("format"), c2pa=fields["c2pa"])
+                               format=fields.get("format"), c2pa=fields["c2pa"], watermark=fields["watermark"])
 
 
 class _StreamedWhenAsync:

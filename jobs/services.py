@@ -39,6 +39,7 @@ class SignParams:
     model: str
     format: str | None = None
     c2pa: bool = False
+    watermark: bool = True
 
 
 def job_sign_accept(*, org: Organization, params: SignParams, uploads: Sequence[UploadedFile],

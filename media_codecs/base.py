@@ -178,6 +178,11 @@ class Codec(ABC):
         """
         return self.can_watermark
 
+    def watermark_fits_request(self, content: bytes | Media) -> bool:
+        """Whether marking this content is short enough work for a synchronous request (a long video is
+        not: it is marked through a job). Read from the parsed container, never by decoding."""
+        return True
+
     def hashed_parts(self, content: bytes | Media) -> list[bytes | memoryview]:
         """What `content_hash` covers, as pieces hashed in order: `strip_token`'s bytes, or views into the
         file where a format can spare building that copy (a video's 50 MB)."""

@@ -58,6 +58,9 @@ def _created(record) -> dict:
 C2PA_FIELD = ("true: the signed file comes back carrying a C2PA manifest for the record (JPEG, PNG, WebP, WAV, "
               "MP3, FLAC, MP4, MOV, PDF; Growth and above), still one signature. Other formats carry their token "
               "only; the `X-Service-C2pa` header says `embedded` or `none`.")
+WATERMARK_FIELD = ("false: the content is signed without the watermark (its token and fingerprints only). A video "
+                   "over 20 seconds of 1080p (or the same number of pixels) is marked only through "
+                   "`Prefer: respond-async`; synchronously it is signed without the mark.")
 SIGN_UPLOAD_LIMIT = 50 * 1024 * 1024  # spec: sign upload and embed asset 50 MB
 # The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
 SIGN_RESPONSES = {**{(201, media_type): SIGNED_CONTENT for media_type in SIGNED_MEDIA_TYPES},
@@ -73,7 +76,9 @@ SIGN_SCHEMA = {
                                                        "generator_id": {"type": "string", "format": "uuid"},
                                                        "format": {"type": "string", "enum": list(FAMILIES)},
                                                        "c2pa": {"type": "boolean", "default": False,
-                                                                "description": C2PA_FIELD}}}},
+                                                                "description": C2PA_FIELD},
+                                                       "watermark": {"type": "boolean", "default": True,
+                                                                     "description": WATERMARK_FIELD}}}},
     "responses": SIGN_RESPONSES, "parameters": [IDEMPOTENCY_KEY], "tags": ["signing"]}
 EMBED_SCHEMA = {
     "request": {"multipart/form-data": {"type": "object", "required": ["content"],
@@ -100,7 +105,8 @@ class SignView(APIView):
         fields = validated(s.SignInput, request)
         data = uploaded_bytes(request, "content")
         signed = content_sign(org=request.org, generator_id=fields["generator_id"], model=fields["model"],
-                              data=data, declared_family=fields.get("format"), c2pa=fields["c2pa"])
+                              data=data, declared_family=fields.get("format"), c2pa=fields["c2pa"],
+                              watermark=fields["watermark"])
         response = HttpResponse(signed.data, status=status.HTTP_201_CREATED, content_type=signed.codec.mime_type)
         response["X-Service-Token"] = signed.token
         response["X-Service-Record-Id"] = str(signed.record.pk)

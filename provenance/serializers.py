@@ -166,6 +166,7 @@ class SignInput(serializers.Serializer):
     generator_id = serializers.CharField(max_length=64)
     format = serializers.ChoiceField(choices=FAMILIES, required=False)
     c2pa = serializers.BooleanField(required=False, default=False)
+    watermark = serializers.BooleanField(required=False, default=True)
 
 
 @extend_schema_field({"type": "string", "format": "date-time",

@@ -50,7 +50,7 @@ class PreparedSigning:
 
 
 def content_sign(*, org: Organization, generator_id: str, model: str, data: bytes,
-                 declared_family: str | None, c2pa: bool = False) -> SignedContent:
+                 declared_family: str | None, c2pa: bool = False, watermark: bool = True) -> SignedContent:
     """Watermark `data`, embed its token, sign its hash and store the record (one transaction).
 
     Checks run cheapest first, before any decoding: generator (404/403), mode (400), format among the
@@ -64,9 +64,13 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
 
     With `c2pa`, a format that carries a C2PA manifest comes back with one for the record (the upstream
     manifest as its parent), still one signature of the quota; other formats carry their token only.
+    With `watermark` false the mark is skipped. This is the synchronous route: content whose mark costs more
+    than a request may (`Codec.watermark_fits_request`: a long video) is signed without it, and the same
+    content sent as a job is marked (docs/decisions.md).
     """
     prepared = content_sign_prepare(org=org, generator_id=generator_id, model=model, data=data,
-                                    declared_family=declared_family, c2pa=c2pa)
+                                    declared_family=declared_family, c2pa=c2pa, watermark=watermark,
+                                    synchronous=True)
     record = record_create(org=org, draft=prepared.draft)
     return SignedContent(data=prepared.data, record=record, token=prepared.token, codec=prepared.codec,
                          manifest=prepared.manifest)
@@ -89,11 +93,12 @@ def _signing_key(org: Organization, generator_id: str, c2pa: bool) -> GeneratorK
 
 
 def content_sign_prepare(*, org: Organization, generator_id: str, model: str, data: bytes,
-                         declared_family: str | None, c2pa: bool = False,
-                         progress: Progress | None = None) -> PreparedSigning:
+                         declared_family: str | None, c2pa: bool = False, watermark: bool = True,
+                         synchronous: bool = False, progress: Progress | None = None) -> PreparedSigning:
     """Everything `content_sign` does but storing the record: the caller stores `draft` (a job stores it
     in the transaction that marks its item done). `progress` (media_codecs/progress.py) hears how far the
-    work on the content is; the synchronous route passes none. Raises as `content_sign` does."""
+    work on the content is; the synchronous route passes none. `synchronous` leaves out a mark that does
+    not fit a request (`content_sign`). Raises as `content_sign` does."""
     key = _signing_key(org, generator_id, c2pa)
     media = _media_for(data, declared_family, key.generator.supported_formats)
     codec = media.codec
@@ -103,7 +108,8 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
     token = record_token(record_id)
     watermark_id = NO_WATERMARK
     with codec_errors(codec):
-        watermarking = codec.watermark_possible(media)
+        watermarking = watermark and codec.watermark_possible(media) and (
+            not synchronous or codec.watermark_fits_request(media))
         marking, hashing, fingerprinting, embedding = _signing_parts(progress, watermarking, c2pa and
                                                                      codec.c2pa_carrier is not None)
         if watermarking:

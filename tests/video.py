@@ -34,6 +34,48 @@ def moving_gradient(index: int, width: int, height: int) -> np.ndarray:
     return image
 
 
+@functools.cache
+def _texture(height: int, width: int, seed: int = 7) -> np.ndarray:
+    """A grey-level texture (blurred noise at two scales), twice the frame's size, for the panning pictures."""
+    rng = np.random.default_rng(seed)
+    coarse = np.kron(rng.random((height // 16 + 2, width // 16 + 2)), np.ones((32, 32)))[: 2 * height, : 2 * width]
+    fine = rng.random((2 * height, 2 * width))
+    return (coarse * 150 + fine * 60 + 20).astype(np.float32)
+
+
+def textured_pan(index: int, width: int, height: int) -> np.ndarray:
+    """Natural-looking detail sliding diagonally by 3 pixels a frame, slightly coloured."""
+    texture = _texture(height, width)
+    top, left = (index * 3) % height, (index * 2) % width
+    grey = texture[top : top + height, left : left + width]
+    return np.stack([grey, grey * 0.9 + 10, grey * 0.8 + 20], axis=-1).clip(0, 255).astype(np.uint8)
+
+
+def high_motion(index: int, width: int, height: int) -> np.ndarray:
+    """The texture jumping to an unrelated place every frame (a cut or a whip pan each frame)."""
+    texture = _texture(height, width)
+    rng = np.random.default_rng(index)
+    top, left = int(rng.integers(0, height)), int(rng.integers(0, width))
+    grey = texture[top : top + height, left : left + width]
+    return np.repeat(grey[..., None], 3, axis=-1).astype(np.uint8)
+
+
+def flat_scene(index: int, width: int, height: int) -> np.ndarray:
+    """A wall: one grey with a faint vertical gradient, nothing moving."""
+    yy = np.mgrid[0:height, 0:width][0]
+    return np.repeat((110 + 20 * yy / height)[..., None], 3, axis=-1).astype(np.uint8)
+
+
+def dark_scene(index: int, width: int, height: int) -> np.ndarray:
+    """The panning texture at night: levels 16 to about 50."""
+    return (textured_pan(index, width, height).astype(np.float32) * 0.15 + 16).astype(np.uint8)
+
+
+def fade_in(index: int, width: int, height: int, frames: int = 25) -> np.ndarray:
+    """The panning texture faded in from black over the first second (25 frames)."""
+    return (textured_pan(index, width, height) * min(1.0, index / frames)).astype(np.uint8)
+
+
 def make_video(fmt: str = "mp4", *, codec: str | None = None, size: tuple[int, int] = (320, 240),
                seconds: float = 3.0, fps: int = 25, picture: Picture = moving_gradient, rotate: int | None = None,
                audio: bool = False, faststart: bool = False, bitrate: int | None = None, crf: int | None = None,
@@ -83,6 +125,45 @@ def _video_stream(output, codec: str, size: tuple[int, int], fps: int, *, bitrat
         options["g"] = str(keyint)
     stream.options = options
     return stream
+
+
+def make_vfr_video(fmt: str = "mp4", *, size: tuple[int, int] = (320, 240), frames: int = 60,
+                   picture: Picture = textured_pan) -> bytes:
+    """A variable-frame-rate clip: frames alternately 1/30 s and 1/15 s apart (millisecond timestamps)."""
+    buffer = io.BytesIO()
+    with av.open(buffer, "w", format=MUXERS[fmt]) as output:
+        stream = _video_stream(output, "libx264", size, 30, bitrate=None, crf=23, keyint=None)
+        stream.codec_context.time_base = stream.time_base = Fraction(1, 1000)
+        shown = 0
+        for index in range(frames):
+            frame = av.VideoFrame.from_ndarray(picture(index, *size), format="rgb24")
+            frame.pts, frame.time_base = shown, Fraction(1, 1000)
+            shown += 33 if index % 2 else 67
+            output.mux(stream.encode(frame))
+        output.mux(stream.encode(None))
+    return buffer.getvalue()
+
+
+def ffmpeg_copy(data: bytes, suffix: str, arguments: list[str], target: str = "mp4") -> bytes:
+    """The file run through the ffmpeg binary with `arguments` (filters, codec options) into a `target` file."""
+    with tempfile.TemporaryDirectory() as folder:
+        source, output = f"{folder}/in.{suffix}", f"{folder}/out.{target}"
+        with open(source, "wb") as file:
+            file.write(data)
+        subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", source, *arguments, output], check=True, timeout=600,
+                       capture_output=True)
+        with open(output, "rb") as file:
+            return file.read()
+
+
+def has_ffmpeg() -> bool:
+    return shutil.which("ffmpeg") is not None
+
+
+def frame_times(data: bytes, fmt: str) -> list[float]:
+    """The presentation time of every frame of the first video stream, in seconds."""
+    with av.open(io.BytesIO(data), format=DEMUXERS[fmt]) as given:
+        return [float(frame.time) for frame in given.decode(video=0)]
 
 
 def make_audio_only(fmt: str, seconds: float = 1.0) -> bytes:
@@ -167,6 +248,15 @@ def ffprobe(data: bytes, suffix: str) -> dict:
         result = subprocess.run(["ffprobe", "-v", "error", "-print_format", "json", "-show_streams", "-show_format",
                                  file.name], capture_output=True, check=True, timeout=600)
     return json.loads(result.stdout)
+
+
+def rotation(probed: dict) -> int:
+    """The first video stream's rotation in an ffprobe JSON view (its display matrix), 0 when it has none."""
+    stream = next(s for s in probed["streams"] if s["codec_type"] == "video")
+    for side_data in stream.get("side_data_list", []):
+        if "rotation" in side_data:
+            return round(float(side_data["rotation"]))
+    return round(float(stream.get("tags", {}).get("rotate", 0)))
 
 
 def ffprobe_errors(data: bytes, suffix: str) -> str:

@@ -2,9 +2,15 @@
 
 A format module knows its container: how to read what the headers declare (`parse` returns a
 structure with an `info`, limits.VideoInfo), where the token travels and how to remove it. Decoding
-(frames.py) is only ever for the fingerprints, and only after `open` has checked the limits
-(limits.py). Video carries no watermark: re-encoding every frame to mark it would cost far more than
-a request may, so a record is found by its token or, when the token is gone, by its fingerprints.
+(frames.py for the fingerprints, marking.py for the watermark) only ever happens after `open` has
+checked the limits (limits.py).
+
+The watermark: the image mark's carrier in the luminance of every frame of the first video stream
+(watermark.py), the file re-encoded with its codec family at its bit rate, every other stream copied
+(marking.py). Any two seconds of a marked clip carry the whole id; `extract_watermark` reads a few
+frames spread over the clip. A clip the mark cannot go in (frames under watermark.MIN_FRAME_SIDE on a
+side) is signed with its token and fingerprints alone. A synchronous signing marks only clips up to
+MAX_SYNC_MARK_PIXELS (`watermark_fits_request`): a longer one is marked through a job.
 """
 
 from __future__ import annotations
@@ -23,12 +29,20 @@ def check_token(token: str) -> bytes:
     return token.encode("ascii")
 
 
+# A synchronous signing marks at most 20 seconds of 1080p at 30 frames a second, or the same pixels (well
+# under half a minute of a request with the re-encode, docs/performance.md); longer clips are marked in a job.
+SYNC_FRAME_RATE = 30
+MAX_SYNC_MARK_PIXELS = 20 * SYNC_FRAME_RATE * 1920 * 1080
+
+
 class VideoCodec(Codec):
     family = "video"
     token_source = "metadata"  # a top-level MP4 box or a Matroska trailer: reported as "metadata"
-    can_watermark = False
+    can_watermark = True
+    hash_covers_mark = True  # the content hash covers every byte but the token's: the frames the reader decodes
     fingerprint_kind = "video-phash"  # imagehash's 64-bit DCT pHash of decoded frames (frames.py)
     demuxer: ClassVar[str]  # FFmpeg's demuxer for the format: no probing of the bytes by other demuxers
+    muxer: ClassVar[str]  # FFmpeg's muxer that writes the format back (a marked copy)
 
     def open(self, data: bytes) -> Media:
         """Parse once and refuse, before any decoding, a container outside the limits."""
@@ -45,11 +59,50 @@ class VideoCodec(Codec):
         return max(track.width * track.height for track in self.info(content).video)
 
     def decode_work(self, content: bytes | Media) -> Work:
-        """Verification decodes one frame (the first, for its pHash: frames.py), whatever the length: half a
-        unit for the demuxer and the packets before it, 0.2 a megapixel of the largest video stream."""
+        """Verification decodes the first frame (for its pHash: frames.py) and, for the watermark, at most
+        `marking.read_frame_count` frames spread over the clip (50 megapixels at most), whatever the length:
+        half a unit for the demuxer and the packets before the first frame, 0.2 a megapixel of the first
+        frame, 0.1 a megapixel of each frame the watermark reader decodes, 0.1 for each of its seeks."""
+        from media_codecs.video import marking
+
         media = self.media(content)
         pixels = self.pixel_count(media)
-        return Work(self.family, pixels, "frame pixels", file_units(media.data) + 0.5 + 0.2 * pixels / 1e6)
+        frames = marking.read_frame_count(pixels)
+        units = 0.5 + 0.2 * pixels / 1e6 + 0.1 * frames * pixels / 1e6 + 0.1 * marking.READ_POSITIONS
+        return Work(self.family, pixels, "frame pixels", file_units(media.data) + units)
+
+    def watermark_possible(self, content: bytes | Media) -> bool:
+        """From the headers: every video stream at least watermark.MIN_FRAME_SIDE pixels on its short side."""
+        from media_codecs.video import watermark
+
+        return all(min(track.width, track.height) >= watermark.MIN_FRAME_SIDE for track in self.info(content).video)
+
+    def watermark_fits_request(self, content: bytes | Media) -> bool:
+        """Up to MAX_SYNC_MARK_PIXELS frame pixels, counted from the header: the declared duration at
+        SYNC_FRAME_RATE frames a second (the rate is not declared everywhere) times the first stream's size."""
+        info = self.info(content)
+        track = info.video[0]
+        return info.seconds * SYNC_FRAME_RATE * track.width * track.height <= MAX_SYNC_MARK_PIXELS
+
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
+        """The file re-encoded with `mark_id` in every frame of its first video stream, its other streams,
+        timing, display matrix and metadata kept (marking.py). `progress` hears the frames encoded.
+
+        Raises UnsupportedFormat (frames too small, a stream the muxer refuses), CorruptMedia, MediaTooLarge.
+        """
+        from media_codecs.video import marking  # PyAV loads on first use
+
+        media = self.media(content)
+        return marking.mark_video(media.data, self.demuxer, self.muxer, mark_id, progress)
+
+    def extract_watermark(self, content: bytes | Media) -> int | None:
+        """The mark id read from frames spread over the clip (marking.py), or None (never a wrong id).
+
+        Raises CorruptMedia, MediaTooLarge, UnsupportedFormat."""
+        from media_codecs.video import marking
+
+        media = self.media(content)
+        return media.cached("watermark", lambda: marking.read_mark(media.data, self.demuxer))
 
     def fingerprint(self, content: bytes | Media) -> str | None:
         """pHash of the first frame (the first I-frame), upright; the query side of verification.

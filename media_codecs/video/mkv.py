@@ -53,6 +53,7 @@ class MatroskaCodec(VideoCodec):
     format = "mkv"
     mime_type = "video/x-matroska"
     demuxer = "matroska"  # FFmpeg's demuxer for Matroska and WebM
+    muxer = "matroska"
     doc_type: ClassVar[str] = "matroska"
 
     def score(self, head: bytes) -> int:

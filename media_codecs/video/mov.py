@@ -11,6 +11,7 @@ from media_codecs.video.mp4 import Mp4Codec
 class MovCodec(Mp4Codec):
     format = "mov"
     mime_type = "video/quicktime"
+    muxer = "mov"
     quicktime = True
 
 

@@ -57,6 +57,7 @@ class Mp4Codec(VideoCodec):
     format = "mp4"
     mime_type = "video/mp4"
     demuxer = "mov"  # FFmpeg's demuxer for MP4, QuickTime, 3GP and their kin
+    muxer = "mp4"
     quicktime: ClassVar[bool] = False
 
     def score(self, head: bytes) -> int:

@@ -8,6 +8,7 @@ from media_codecs.video.mkv import MatroskaCodec
 class WebmCodec(MatroskaCodec):
     format = "webm"
     mime_type = "video/webm"
+    muxer = "webm"
     doc_type = "webm"
 
 

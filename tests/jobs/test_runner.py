@@ -317,3 +317,27 @@ def test_a_running_video_item_reports_through_the_runner(key_client, growth_org,
     assert stored == sorted(stored) and 0 < max(stored) < 1
     assert len(set(stored)) <= len(stored) * 0.4 + 2  # an interval of 1 s: every third report or so
     assert client.get(response["Location"]).json()["progress"] == 1.0
+
+
+def test_a_clip_too_long_to_mark_in_a_request_is_marked_as_a_job(key_client, growth_org, growth_generator,
+                                                                  django_capture_on_commit_callbacks):
+    from tests import hostile_media
+
+    # 320x240 declared 590 s long: past a request's marking (20 s of 1080p), under the 10-minute limit
+    long_clip = hostile_media.mp4_declaring_seconds(video.make_video(seconds=1.0), 590)
+    client = key_client(growth_org)
+    body = {"model": "m", "generator_id": str(growth_generator.pk)}
+    now = client.post("/v1/sign", {**body, "content": io.BytesIO(long_clip)}, format="multipart")
+    assert now.status_code == 201
+    assert Record.objects.get(pk=now["X-Service-Record-Id"]).watermark_id == "none"
+    for fields, marked in (({}, True), ({"watermark": "false"}, False)):
+        response = client.post("/v1/sign", {**body, **fields, "content": io.BytesIO(long_clip)}, format="multipart",
+                               HTTP_PREFER="respond-async")
+        _run(response.json()["job_id"], django_capture_on_commit_callbacks)
+        item = client.get(response["Location"]).json()["items"][0]
+        record = Record.objects.get(pk=item["record_id"])
+        assert (record.watermark_id != "none") is marked
+        if marked:
+            download = client.get("/" + item["download_url"].split("://", 1)[1].split("/", 1)[1])
+            signed = b"".join(download.streaming_content)
+            assert get_codec("mp4").extract_watermark(signed) == int(record.watermark_id, 16)

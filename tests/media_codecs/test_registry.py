@@ -145,7 +145,7 @@ def test_capabilities_are_declared_not_inferred_from_names() -> None:
                 for codec in media_codecs.registered_codecs()}
     image = ("image", True, "image-phash", "xmp")
     audio = ("audio", True, None, "metadata")
-    video = ("video", False, "video-phash", "metadata")
+    video = ("video", True, "video-phash", "metadata")
     assert declared == {"jpeg": image, "png": image, "webp": image, "wav": audio, "flac": audio, "mp3": audio,
                         "mp4": video, "mov": video, "mkv": video, "webm": video,
                         "html": ("text", True, None, "metadata"), "pdf": ("text", False, None, "xmp"),

@@ -1,7 +1,8 @@
-"""POST /v1/sign and /v1/verify on MP4, QuickTime, Matroska and WebM: the token in the container, no
-watermark (confidence medium at best), tampering seen through the content hash, and copies without the
-token (a remux, a re-encode at half the bitrate, a downscale, the first seconds cut) found through the
-stored set of frame pHashes."""
+"""POST /v1/sign and /v1/verify on MP4, QuickTime, Matroska and WebM: the token in the container, the
+watermark in the frames (confidence high), tampering seen through the content hash; signed with
+`watermark=false`, the token alone (confidence medium at best) and copies without the token (a remux, a
+re-encode at half the bitrate, a downscale, the first seconds cut) found through the stored set of frame
+pHashes; a marked copy without the token found through its mark."""
 
 import functools
 
@@ -29,7 +30,7 @@ _verify = uploads.verify
 def test_signed_video_comes_back_in_its_container_and_verifies_from_its_token(api_client, key_client, org,
                                                                               generator, fmt):
     original = video.sample(fmt, seconds=1.0)
-    response = _sign(key_client(org), generator, original, format="video")
+    response = _sign(key_client(org), generator, original, format="video", watermark="false")
     assert response.status_code == 201, response.content[:300]
     assert response["Content-Type"] == MIME_TYPES[fmt] and response["X-Service-Format"] == "video"
     codec = detect(response.content)
@@ -100,7 +101,7 @@ def clip():
 @pytest.mark.parametrize("copy", ["remux to mkv", "half the bitrate", "scaled down", "first 2 s cut"])
 def test_a_copy_without_the_token_is_found_through_the_frame_fingerprints(api_client, key_client, org, generator,
                                                                           clip, copy):
-    signed = _sign(key_client(org), generator, clip)
+    signed = _sign(key_client(org), generator, clip, watermark="false")
     assert signed.status_code == 201
     record = Record.objects.get(pk=signed["X-Service-Record-Id"])
     assert record.more_fingerprints.count() >= 4  # the first frame's pHash on the record, later frames beside it
@@ -150,7 +151,7 @@ def test_a_signed_video_record_verifies_with_dilithium_py_from_public_endpoints(
 
     record_id = _sign(key_client(org), generator, clip)["X-Service-Record-Id"]
     record = api_client.get(f"/v1/records/{record_id}").json()
-    assert (record["format"], record["watermark_id"]) == ("video", "none") and len(record["phash"]) == 16
+    assert record["format"] == "video" and len(record["watermark_id"]) == len(record["phash"]) == 16
     keys = api_client.get(f"/v1/keys/{record['generator_id']}").json()["public_keys"]
     public_key = base64.b64decode(next(k["key"] for k in keys if k["kid"] == record["kid"]))
     message = json.dumps(record["signed_payload"], sort_keys=True, separators=(",", ":")).encode()
@@ -200,3 +201,37 @@ def test_an_original_turned_in_its_display_matrix_is_found_from_a_copy_that_lost
     assert signed.status_code == 201
     result = _verify(api_client, upright)
     assert (result["token_source"], result["record_id"]) == ("phash", signed["X-Service-Record-Id"])
+
+
+@pytest.mark.parametrize("fmt", ["mp4", "webm"])
+def test_a_marked_video_verifies_with_its_mark_and_keeps_its_streams(api_client, key_client, org, generator, fmt):
+    original = video.make_video(fmt, size=(320, 240), seconds=1.0, audio=True, rotate=90)
+    response = _sign(key_client(org), generator, original, format="video")
+    assert response.status_code == 201, response.content[:300]
+    record = Record.objects.get(pk=response["X-Service-Record-Id"])
+    codec = detect(response.content)
+    assert codec.extract_watermark(response.content) == int(record.watermark_id, 16)
+    if video.has_ffprobe():
+        before, after = video.ffprobe(original, fmt), video.ffprobe(response.content, fmt)
+        assert [s["codec_type"] for s in after["streams"]] == [s["codec_type"] for s in before["streams"]]
+        assert video.rotation(after) == video.rotation(before) == 90
+    result = _verify(api_client, response.content)
+    assert (result["confidence"], result["token_source"], result["signals"]["watermark_found"]) == (
+        "high", "metadata", True)
+
+
+def test_a_marked_copy_without_the_token_is_found_through_its_mark(api_client, key_client, org, generator, clip):
+    signed = _sign(key_client(org), generator, clip)
+    record = Record.objects.get(pk=signed["X-Service-Record-Id"])
+    copy = video.reencode(signed.content, "mp4", bitrate=400_000)
+    assert get_codec("mp4").extract_token(copy) is None
+    result = _verify(api_client, copy)
+    assert (result["token_source"], result["record_id"]) == ("watermark", str(record.pk))
+    assert result["signals"]["watermark_found"] and result["tampered"] is True
+
+
+def test_watermark_false_signs_a_video_with_its_token_alone(key_client, org, generator):
+    original = video.sample("mp4", seconds=1.0)
+    response = _sign(key_client(org), generator, original, watermark="false")
+    assert response.status_code == 201 and response.content.startswith(original)
+    assert Record.objects.get(pk=response["X-Service-Record-Id"]).watermark_id == "none"
