@@ -1,9 +1,7 @@
 """The organization's audit log in words, newest first, a page at a time, filtered by type and days;
 and its export, the same bytes as GET /v1/audit/export, for Growth and above."""
 
-from django.contrib import messages
-from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from accounts.gates import owner_email_verified, require_feature
@@ -12,10 +10,10 @@ from audit.export import FORMATS
 from audit.selectors import NO_FILTER, audit_names, audit_page
 from audit.streaming import audit_export_response
 from audit.wording import describe
-from core.errors import ValidationFailed
 from core.paging import page_number
 from dashboard.access import member_page
 from dashboard.forms import AuditFilterForm
+from dashboard.views.downloads import bare_address_redirect, checked_format
 
 EVENTS_PER_PAGE = 50
 
@@ -41,14 +39,9 @@ def audit_page_view(request):
 @member_page
 def audit_export_view(request):
     require_feature(request.org, "audit_export")  # the error page with 402 or 403, as the API answers
-    if "format" not in request.GET:  # the address typed or bookmarked bare: the page where exports start
-        messages.info(request, "Export from this page: choose CSV or JSON.")
-        return redirect(f"{reverse('dashboard:audit')}?{request.GET.urlencode()}".rstrip("?"))
+    bare = bare_address_redirect(request, page="dashboard:audit", hint="Export from this page: choose CSV or JSON.")
+    if bare is not None:
+        return bare
     form = AuditFilterForm(request.GET)
-    format = request.GET.get("format")
-    problems = {field: list(errors) for field, errors in form.errors.items()} if not form.is_valid() else {}
-    if format not in FORMATS:
-        problems["format"] = ["Choose csv or json."]
-    if problems:
-        raise ValidationFailed(details=problems)
+    format = checked_format(request, form, FORMATS)
     return audit_export_response(org=request.org, filters=form.audit_filter(), format=format)

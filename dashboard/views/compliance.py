@@ -2,17 +2,15 @@
 the verifications of the organization's content, as GET /v1/compliance/report gives them; CSV and PDF
 downloads (the same bytes as the API's) for Growth and above."""
 
-from django.contrib import messages
-from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from accounts.gates import owner_email_verified, require_feature
 from accounts.plans import plan_allows
-from core.errors import ValidationFailed
 from dashboard.access import member_page
 from dashboard.forms import ComplianceReportForm
+from dashboard.views.downloads import bare_address_redirect, checked_format
 from provenance.compliance import Period, compliance_download, compliance_report, detection_tool_url
 
 DOCUMENT_FORMATS = ("csv", "pdf")
@@ -47,14 +45,10 @@ def compliance_page(request):
 @member_page
 def compliance_download_view(request):
     require_feature(request.org, "compliance_export")  # the error page with 402 or 403, as the API answers
-    if "format" not in request.GET:  # the address typed or bookmarked bare: the page where downloads start
-        messages.info(request, "Download from this page: choose CSV or PDF.")
-        return redirect(f"{reverse('dashboard:compliance')}?{request.GET.urlencode()}".rstrip("?"))
+    bare = bare_address_redirect(request, page="dashboard:compliance",
+                                 hint="Download from this page: choose CSV or PDF.")
+    if bare is not None:
+        return bare
     form = _form(request)
-    format = request.GET.get("format")
-    problems = {field: list(errors) for field, errors in form.errors.items()} if not form.is_valid() else {}
-    if format not in DOCUMENT_FORMATS:
-        problems["format"] = ["Choose csv or pdf."]
-    if problems:
-        raise ValidationFailed(details=problems)
+    format = checked_format(request, form, DOCUMENT_FORMATS)
     return compliance_download(report=compliance_report(org=request.org, period=_period(form)), format=format)

@@ -3,8 +3,10 @@
 `look(page, name)`: at 375 px nothing is wider than the window (a phone never scrolls sideways; wide
 tables scroll inside their own box), every visible form control has a label (a `<label for>`, a wrapping
 `<label>`, `aria-label` or `aria-labelledby`), and then `shoot` writes the 375 and 1440 px PNGs.
+`sign_in(page, email)` signs a user in through the login form, as the dashboard's tests start.
 """
 
+from tests import factories
 from tests.browser.screenshots import shoot
 
 PHONE = {"width": 375, "height": 900}
@@ -31,3 +33,12 @@ def look(page, name: str) -> None:
     assert page.evaluate(UNLABELLED_CONTROLS) == [], f"{name}: controls without a label"
     page.set_viewport_size(original)
     shoot(page, name)
+
+
+def sign_in(page, email: str) -> None:
+    """Sign `email` in through the login form (with the factories' password) and wait for the next page."""
+    page.goto("/login")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(factories.PASSWORD)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign in").click()

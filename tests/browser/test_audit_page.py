@@ -12,18 +12,10 @@ from billing.services import plan_change
 from generators.services import generator_revoke
 from teams.services import invite_send, member_role_change
 from tests import factories
-from tests.browser.page_checks import look
+from tests.browser.page_checks import look, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OWNER = "owner@example.com"
-
-
-def _sign_in(page, email: str) -> None:
-    page.goto("/login")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(factories.PASSWORD)
-    with page.expect_navigation():
-        page.get_by_role("button", name="Sign in").click()
 
 
 def _busy_org(plan: str):
@@ -55,7 +47,7 @@ def _download(page, name: str) -> tuple[str, str]:
 
 def test_a_growth_owner_reads_filters_and_exports_the_log(page):
     _busy_org("growth")
-    _sign_in(page, OWNER)
+    sign_in(page, OWNER)
     page.goto("/dashboard/audit")
     table = page.inner_text("table")
     assert "Signed a record with model “dream-2” by generator “Studio generator”." in table
@@ -88,7 +80,7 @@ def test_a_growth_owner_reads_filters_and_exports_the_log(page):
 
 def test_below_growth_the_page_explains_that_export_needs_growth(page):
     _busy_org("starter")
-    _sign_in(page, OWNER)
+    sign_in(page, OWNER)
     page.goto("/dashboard/audit")
     note = page.inner_text(".export")
     assert "needs the Growth plan or above" in note and page.get_by_role("link", name="CSV").count() == 0

@@ -12,18 +12,10 @@ import pytest
 from provenance.models import Record
 from provenance.services import RecordDraft, record_create
 from tests import factories
-from tests.browser.page_checks import look
+from tests.browser.page_checks import look, sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OWNER = "owner@example.com"
-
-
-def _sign_in(page, email: str) -> None:
-    page.goto("/login")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(factories.PASSWORD)
-    with page.expect_navigation():
-        page.get_by_role("button", name="Sign in").click()
 
 
 def _org_with_records(plan: str):
@@ -48,7 +40,7 @@ def _choose_march(page) -> None:
 
 def test_a_growth_owner_reads_the_report_and_downloads_it(page):
     _org_with_records("growth")
-    _sign_in(page, OWNER)
+    sign_in(page, OWNER)
     page.get_by_role("link", name="Compliance").click()
     page.wait_for_url("**/dashboard/compliance")
     _choose_march(page)
@@ -69,7 +61,7 @@ def test_a_growth_owner_reads_the_report_and_downloads_it(page):
 
 def test_below_growth_the_downloads_are_disabled_and_bad_dates_answer_the_form(page):
     _org_with_records("free")
-    _sign_in(page, OWNER)
+    sign_in(page, OWNER)
     page.goto("/dashboard/compliance?from=2026-03-05&to=2026-03-01")
     assert "The last day is before the first." in page.inner_text("form.filters")
     _choose_march(page)
