@@ -180,11 +180,7 @@ class AuditFilterForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, label_suffix="", **kwargs)
-        # `from` is a Python keyword; the names match the API's filters, so links and bookmarks read alike.
-        self.fields["from"] = forms.DateField(label="From (UTC)", required=False,
-                                              widget=forms.DateInput(attrs={"type": "date"}))
-        self.fields["to"] = forms.DateField(label="To (UTC, included)", required=False,
-                                            widget=forms.DateInput(attrs={"type": "date"}))
+        _add_day_range(self)
 
     def clean(self):
         data = super().clean()
@@ -201,6 +197,15 @@ class AuditFilterForm(forms.Form):
                            if last and last < date.max else None)
 
 
+def _add_day_range(form: forms.Form) -> None:
+    """The `from` and `to` day fields of a page's period (UTC, both days included), optional."""
+    # `from` is a Python keyword; the names match the API's parameters, so links and bookmarks read alike.
+    form.fields["from"] = forms.DateField(label="From (UTC)", required=False,
+                                          widget=forms.DateInput(attrs={"type": "date"}))
+    form.fields["to"] = forms.DateField(label="To (UTC, included)", required=False,
+                                        widget=forms.DateInput(attrs={"type": "date"}))
+
+
 class ComplianceReportForm(forms.Form):
     """The compliance page's period, sent by GET: whole days in UTC, both ends included; by default the 30 days
     ending today."""
@@ -210,11 +215,7 @@ class ComplianceReportForm(forms.Form):
     def __init__(self, *args, today: date, **kwargs):
         super().__init__(*args, label_suffix="", **kwargs)
         self.today = today
-        # `from` is a Python keyword; the names match the API's parameters, so links and bookmarks read alike.
-        self.fields["from"] = forms.DateField(label="From (UTC)", required=False,
-                                              widget=forms.DateInput(attrs={"type": "date"}))
-        self.fields["to"] = forms.DateField(label="To (UTC, included)", required=False,
-                                            widget=forms.DateInput(attrs={"type": "date"}))
+        _add_day_range(self)
 
     def clean(self):
         data = super().clean()
