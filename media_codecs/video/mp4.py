@@ -11,6 +11,10 @@ size field; that rewrite is part of the bytes `content_hash` covers, so strip(em
 A `cerv` box anywhere but at the end (behind another box) is removed by `strip_token` too, but
 `embed_token` refuses it (UnsupportedFormat) rather than move the boxes behind it.
 
+Disclosure: with one, `embed_token` appends after the `cerv` box a top-level XMP `uuid` box (Adobe's XMP
+UUID) whose packet holds the token and the disclosure (media_codecs/xmp.py), which exiftool reads. An XMP
+box carrying our token counts as ours like `cerv`: replaced by a re-signing, left out by `strip_token`.
+
 Detection: `ftyp` first, with a major brand of MP4_BRANDS (SCORE_MAGIC), or another major brand with
 an MP4 brand among the compatible ones (SCORE_WEAK); QuickTime's `qt  ` is mov.py's. Limits: bmff.py
 (structure) and limits.py (streams, size, duration).
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from media_codecs import xmp
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media
 from media_codecs.disclosure import Disclosure
 from media_codecs.errors import UnsupportedFormat
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
     from media_codecs.c2pa.carriers import Carrier
 
 TOKEN_BOX = b"cerv"
+XMP_UUID = bytes.fromhex("be7acfcb97a942e89c71999491e3afac")  # XMP in ISO BMFF (XMP Specification Part 3)
 _FULL_BOX_HEADER = b"\x00\x00\x00\x00"  # version 0, flags 0
 MP4_BRANDS = frozenset({b"isom", b"iso2", b"iso3", b"iso4", b"iso5", b"iso6", b"iso7", b"iso8", b"iso9",
                         b"mp41", b"mp42", b"mp71", b"avc1", b"M4V ", b"M4VH", b"M4VP", b"dash", b"MSNV",
@@ -53,9 +59,24 @@ def token_box(token: str) -> bytes:
     return (8 + len(payload)).to_bytes(4, "big") + TOKEN_BOX + payload
 
 
+def disclosure_box(token: str, disclosure: Disclosure) -> bytes:
+    """A top-level XMP `uuid` box (Adobe's XMP UUID) whose packet holds the token and the disclosure."""
+    packet = xmp.build_packet(token, disclosure)
+    return (24 + len(packet)).to_bytes(4, "big") + b"uuid" + XMP_UUID + packet
+
+
+def is_ours(box: bmff.Box, data: bytes) -> bool:
+    """Our `cerv` box, or an XMP `uuid` box carrying our token (the disclosure's)."""
+    if box.type == TOKEN_BOX:
+        return True
+    return (box.type == b"uuid" and bytes(data[box.start + 8 : box.start + 24]) == XMP_UUID
+            and xmp.read_token(bytes(data[box.payload_start : box.end])) is not None)
+
+
 class Mp4Codec(VideoCodec):
     format = "mp4"
     mime_type = "video/mp4"
+    discloses_in_metadata = True  # an XMP uuid box after the cerv box
     demuxer = "mov"  # FFmpeg's demuxer for MP4, QuickTime, 3GP and their kin
     muxer = "mp4"
     quicktime: ClassVar[bool] = False
@@ -82,19 +103,21 @@ class Mp4Codec(VideoCodec):
         return carrier.QUICKTIME_CARRIER if self.quicktime else carrier.BMFF_CARRIER
 
     def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
-        """Append a `cerv` box carrying `token` after the last top-level box, replacing ours.
+        """Append a `cerv` box carrying `token` after the last top-level box, replacing ours, and with a
+        disclosure an XMP `uuid` box after it (the token and the disclosure, media_codecs/xmp.py).
 
         Raises UnsupportedFormat (a `cerv` box behind another box), CorruptMedia, MediaTooLarge;
         ValueError for a bad token.
         """
-        box = token_box(token)
-        movie = self.media(content).container
-        types = [top.type for top in movie.boxes]
-        while types and types[-1] == TOKEN_BOX:
-            types.pop()
-        if TOKEN_BOX in types:
+        box = token_box(token) + (b"" if disclosure is None else disclosure_box(token, disclosure))
+        media = self.media(content)
+        movie, data = media.container, media.data
+        boxes = list(movie.boxes)
+        while boxes and is_ours(boxes[-1], data):
+            boxes.pop()
+        if any(is_ours(top, data) for top in boxes):
             raise UnsupportedFormat("the file has a cerv box before other boxes; it cannot be re-signed in place")
-        return b"".join(self._without_token(movie, self.media(content).data)) + box
+        return b"".join(self._without_token(movie, data)) + box
 
     @staticmethod
     def _without_token(movie: bmff.Movie, data: bytes) -> list[bytes | memoryview]:
@@ -102,7 +125,7 @@ class Mp4Codec(VideoCodec):
         view = memoryview(data)
         parts: list[bytes | memoryview] = []
         for box in movie.boxes:
-            if box.type == TOKEN_BOX:
+            if is_ours(box, data):
                 continue
             if box.declared_to_end:
                 if box.end - box.start > 0xFFFFFFFF:
@@ -136,7 +159,7 @@ class Mp4Codec(VideoCodec):
         from media_codecs.c2pa.carriers import bmff as carrier  # the C2PA package loads on first use
 
         kept, _ = carrier.stripped_boxes(media.data, real_size=True)
-        return [piece for box, pieces in kept if box.type != TOKEN_BOX for piece in pieces]
+        return [piece for box, pieces in kept if not is_ours(box, media.data) for piece in pieces]
 
 
 CODEC = Mp4Codec()

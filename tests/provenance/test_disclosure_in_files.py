@@ -16,7 +16,7 @@ from generators.models import Generator
 from media_codecs import get_codec, xmp
 from media_codecs.disclosure import Disclosure, source_type_uri
 from provenance.models import Record
-from tests import audio, factories
+from tests import audio, factories, video
 from tests.media import photo_bytes
 from tests.pdf_samples import text_pdf
 from tests.text_samples import HTML_PAGE
@@ -25,12 +25,13 @@ from tests.verification import uploads
 pytestmark = pytest.mark.django_db
 TYPE_URI = "http://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia"
 SAMPLES = {"jpeg": lambda: photo_bytes("coffee", "jpeg"), "png": lambda: photo_bytes("rocket", "png"),
-           "webp": lambda: photo_bytes("astronaut", "webp"), "pdf": text_pdf}
+           "webp": lambda: photo_bytes("astronaut", "webp"), "pdf": text_pdf,
+           "mp4": lambda: video.sample("mp4", seconds=1.0), "mov": lambda: video.sample("mov", seconds=1.0)}
 
 
 @pytest.fixture
 def declared(org):
-    generator = factories.make_generator(org=org, formats=["image", "text", "audio"])
+    generator = factories.make_generator(org=org, formats=["image", "text", "audio", "video"])
     Generator.objects.filter(pk=generator.pk).update(
         provider_name="Acme AI & Co", system_name="Acme Diffusion", system_version="3.1 <beta>",
         digital_source_type="compositeWithTrainedAlgorithmicMedia")
@@ -38,7 +39,7 @@ def declared(org):
 
 
 def _signed(key_client, org, generator, fmt):
-    response = uploads.sign(key_client(org), generator, SAMPLES[fmt](), model="m-1")
+    response = uploads.sign(key_client(org), generator, SAMPLES[fmt](), model="m-1", watermark="false")
     assert response.status_code == 201, response.content[:300]
     return response.content, Record.objects.get(pk=response["X-Service-Record-Id"])
 
