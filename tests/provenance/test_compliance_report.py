@@ -114,9 +114,9 @@ def test_the_figures_equal_the_databases_and_another_organizations_never_count(c
     assert body["organization"] == {"id": str(seeded.pk), "name": seeded.name}
     assert body["detection_tool_url"] == f"{settings.PUBLIC_BASE_URL}/verify"
     by_format = {row["format"]: row for row in body["formats"]}
-    # What each signing wrote: image and audio and text marked, video metadata only; client records nothing.
+    # What each signing wrote: image, audio, text and video marked; client records nothing.
     assert by_format["image"]["disclosures"]["mark"] >= 1 and by_format["image"]["disclosures"]["visible"] == 1
-    assert by_format["video"]["disclosures"] == {"mark": 0, "metadata": 1, "c2pa": 0, "visible": 0,
+    assert by_format["video"]["disclosures"] == {"mark": 1, "metadata": 1, "c2pa": 0, "visible": 0,
                                                  "not_recorded": 0}
     assert by_format["audio"]["disclosures"]["not_recorded"] == 1
     assert by_format[None] == {"format": None, "signatures": 1, "disclosures": dict.fromkeys(
@@ -129,9 +129,11 @@ def test_server_signing_records_what_its_file_carried(client, growth):
     generator = factories.make_generator(org=growth, formats=["image", "video"])
     image = _sign(client, generator, photo_bytes("astronaut", "jpeg"))
     video = _sign(client, generator, make_video("mp4", seconds=1.0))
-    assert Record.objects.get(pk=image["X-Service-Record-Id"]).disclosures == (
-        CarriedDisclosure.MARK | CarriedDisclosure.METADATA)
-    assert Record.objects.get(pk=video["X-Service-Record-Id"]).disclosures == CarriedDisclosure.METADATA
+    unmarked = _sign(client, generator, make_video("mp4", seconds=1.0), watermark="false")
+    both = CarriedDisclosure.MARK | CarriedDisclosure.METADATA
+    assert Record.objects.get(pk=image["X-Service-Record-Id"]).disclosures == both
+    assert Record.objects.get(pk=video["X-Service-Record-Id"]).disclosures == both
+    assert Record.objects.get(pk=unmarked["X-Service-Record-Id"]).disclosures == CarriedDisclosure.METADATA
 
 
 def test_client_managed_records_carry_no_disclosure(client, growth):

@@ -1,6 +1,8 @@
 """SequencerLeadership in one process: two claims are two database sessions (tests/transparency/
 test_sequencer_leadership.py runs real sequencer processes)."""
 
+import time
+
 import pytest
 from django.db import connection
 
@@ -8,6 +10,17 @@ from transparency.leadership import SequencerLeadership
 
 pytestmark = pytest.mark.django_db(transaction=True)
 postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL advisory locks")
+
+
+def _wait_gone(backend: int, polls: int = 2000) -> None:
+    """Until PostgreSQL no longer lists the backend; `polls` bounds the wait (a guard, not a speed check)."""
+    for _ in range(polls):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [backend])
+            if cursor.fetchone()[0] == 0:
+                return
+        time.sleep(0.005)
+    raise AssertionError(f"backend {backend} still listed after {polls} polls")
 
 
 @postgres_only
@@ -34,6 +47,7 @@ def test_a_leader_whose_session_is_ended_stops_leading_and_the_standby_takes_ove
         backend = int(second.holder().split()[1])
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_terminate_backend(%s)", [backend])  # as a PostgreSQL restart would
+        _wait_gone(backend)  # pg_terminate_backend only signals: the session (and its lock) ends a moment later
         assert second.hold() is True
         assert first.hold() is False
         assert "leadership lost" in caplog.text
