@@ -6,6 +6,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import Organization, OrgScopedQuerySet
+from media_codecs import label as labels
 from media_codecs.disclosure import DEFAULT_SOURCE_TYPE
 
 
@@ -35,6 +36,11 @@ class Generator(models.Model):
     system_name = models.CharField(max_length=200, blank=True, default="")
     system_version = models.CharField(max_length=100, blank=True, default="")
     digital_source_type = models.CharField(max_length=120, default=DEFAULT_SOURCE_TYPE)
+    # The visible label `disclosure=visible` shows (media_codecs/label.py): its words, corner and size.
+    label_text = models.CharField(max_length=80, default=labels.DEFAULT_TEXT)
+    label_position = models.CharField(max_length=12, default="bottom-right",
+                                      choices=[(position, position) for position in labels.POSITIONS])
+    label_size = models.FloatField(default=labels.DEFAULT_SIZE)
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
@@ -53,6 +59,11 @@ class Generator(models.Model):
     @property
     def is_server_managed(self) -> bool:
         return self.mode == self.Mode.SERVER
+
+    @property
+    def label(self) -> labels.Label:
+        """The visible label as this generator words and places it."""
+        return labels.Label(self.label_text, self.label_position, self.label_size)
 
     @property
     def current_keys(self) -> list["GeneratorKey"]:

@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_serializer
 from core.paging import ListPageFields
 from core.validation import serializers
 from media_codecs import FAMILIES
+from media_codecs import label as labels
 from media_codecs.disclosure import source_type_term
 from record_format.certificates import MAX_CHAIN_LENGTH
 
@@ -43,6 +44,21 @@ class GeneratorRegisterInput(serializers.Serializer):
         max_length=120, required=False,
         help_text="An IPTC digital source type, its URI or the URI's last segment (default "
                   "`trainedAlgorithmicMedia`); files carry the URI.")
+
+    label_text = serializers.CharField(max_length=labels.MAX_TEXT, required=False,
+                                       help_text="The visible label's words (`disclosure=visible`); default "
+                                                 "`AI-generated`.")
+    label_position = serializers.ChoiceField(choices=list(labels.POSITIONS), required=False,
+                                             help_text="The corner of a picture the label goes in; default "
+                                                       "`bottom-right`.")
+    label_size = serializers.FloatField(min_value=labels.MIN_SIZE, max_value=labels.MAX_SIZE, required=False,
+                                        help_text="The label's text height in percent of a picture's width "
+                                                  "(default 4; at least 3.2, readable on a 375 px screen).")
+
+    def validate_label_text(self, value: str) -> str:
+        if not value.isprintable():
+            raise serializers.ValidationError("The label is printable characters on one line.")
+        return value
 
     def validate_digital_source_type(self, value: str) -> str:
         if source_type_term(value) is None:
@@ -87,6 +103,9 @@ class GeneratorOutput(serializers.Serializer):
     system_name = serializers.CharField()
     system_version = serializers.CharField()
     digital_source_type = serializers.CharField()
+    label_text = serializers.CharField()
+    label_position = serializers.CharField()
+    label_size = serializers.FloatField()
     public_keys = PublicKeyOutput(source="current_keys", many=True)
 
 

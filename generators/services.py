@@ -3,7 +3,7 @@
 import base64
 import logging
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from django.db import transaction
 from django.utils import timezone
@@ -16,6 +16,7 @@ from core.sealing import SealedBlobError, seal, sealed_key_id, unseal
 from core.signer_client import SignerRefused, signer_call, signer_configured
 from generators.models import Generator, GeneratorKey
 from media_codecs import FAMILIES
+from media_codecs import label as labels
 from media_codecs.disclosure import DEFAULT_SOURCE_TYPE
 from record_format import crypto
 from webhooks.events import event_emit
@@ -38,11 +39,13 @@ class DeclaredDisclosure:
     system_name: str = ""
     system_version: str = ""
     digital_source_type: str = DEFAULT_SOURCE_TYPE
+    label_text: str = labels.DEFAULT_TEXT  # the visible label (media_codecs/label.py)
+    label_position: str = labels.POSITIONS[0]
+    label_size: float = labels.DEFAULT_SIZE
 
     @classmethod
     def of(cls, data: dict) -> "DeclaredDisclosure":
-        return cls(**{name: data[name] for name in ("provider_name", "system_name", "system_version",
-                                                      "digital_source_type") if name in data})
+        return cls(**{field.name: data[field.name] for field in fields(cls) if field.name in data})
 
 
 def generator_register(*, org: Organization, name: str, public_key: SuppliedPublicKey | None,

@@ -61,7 +61,8 @@ def _accepted(job) -> Response:
 
 def _sign_params(fields: dict) -> services.SignParams:
     return services.SignParams(generator_id=fields["generator_id"], model=fields["model"],
-                               format=fields.get("format"), c2pa=fields["c2pa"], watermark=fields["watermark"])
+                               format=fields.get("format"), c2pa=fields["c2pa"], watermark=fields["watermark"],
+                               visible=fields["disclosure"] == "visible")
 
 
 class _StreamedWhenAsync:

@@ -23,7 +23,7 @@ class Job(models.Model):
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="jobs")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    # What every item is done with: sign {generator_id, model, format, c2pa, watermark}; embed {record_id}.
+    # What every item is done with: sign {generator_id, model, format, c2pa, watermark, visible}; embed {record_id}.
     params = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)

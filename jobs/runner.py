@@ -117,7 +117,8 @@ def _work(job: Job, data: bytes, progress: ItemProgress) -> ItemOutput:
         return ItemOutput(embedded.data, record_id, record_token(record_id), embedded.mime_type, "")
     prepared = content_sign_prepare(org=job.org, generator_id=params["generator_id"], model=params["model"],
                                     data=data, declared_family=params.get("format"), c2pa=params.get("c2pa", False),
-                                    watermark=params.get("watermark", True), progress=progress)
+                                    watermark=params.get("watermark", True), visible=params.get("visible", False),
+                                    progress=progress)
     draft = prepared.draft
     return ItemOutput(prepared.data, draft.record_id, prepared.token, prepared.codec.mime_type,
                       prepared.codec.family, draft)

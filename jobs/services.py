@@ -40,6 +40,7 @@ class SignParams:
     format: str | None = None
     c2pa: bool = False
     watermark: bool = True
+    visible: bool = False  # disclosure=visible: the visible label
 
 
 def job_sign_accept(*, org: Organization, params: SignParams, uploads: Sequence[UploadedFile],

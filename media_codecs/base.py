@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from media_codecs.disclosure import Disclosure
 from media_codecs.errors import CodecError, UnsupportedFormat
+from media_codecs.label import Label
 
 if TYPE_CHECKING:
     from media_codecs.c2pa.carriers import Carrier
@@ -105,6 +106,7 @@ class Codec(ABC):
     token_source: ClassVar[str] = "metadata"
     can_watermark: ClassVar[bool] = False
     discloses_in_metadata: ClassVar[bool] = False  # embed_token writes a Disclosure (media_codecs/disclosure.py)
+    can_label: ClassVar[bool] = False  # a visible label (media_codecs/label.py) can be shown on the content
     # Whether the content hash covers every byte the watermark reader decodes: then two files with a record's
     # hash read alike, and verification keeps what the record's own file gave (Record.mark_in_file).
     hash_covers_mark: ClassVar[bool] = False
@@ -188,12 +190,18 @@ class Codec(ABC):
         file where a format can spare building that copy (a video's 50 MB)."""
         return [self.strip_token(content)]
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None,
+                        label: Label | None = None) -> bytes:
         """Return the content re-encoded in the same format with `mark_id` in it (when `can_watermark`).
 
         `progress` (media_codecs/progress.py) hears how far the work is, where it takes long enough to say;
-        the bytes returned are the same with it or without."""
+        the bytes returned are the same with it or without. `label` (formats whose `can_label`) is shown on
+        the content first, in the same pass, so the mark covers it too."""
         raise UnsupportedFormat(f"{self.format} content carries no watermark")
+
+    def embed_label(self, content: bytes | Media, label: Label) -> bytes:
+        """Return the content with the visible `label` (media_codecs/label.py) and no mark (when `can_label`)."""
+        raise UnsupportedFormat(f"{self.format} content carries no visible label here")
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         """Return the mark id found in the content, or None (never a wrong id)."""

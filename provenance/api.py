@@ -61,6 +61,10 @@ C2PA_FIELD = ("true: the signed file comes back carrying a C2PA manifest for the
 WATERMARK_FIELD = ("false: the content is signed without the watermark (its token and fingerprints only). A video "
                    "over 20 seconds of 1080p (or the same number of pixels) is marked only through "
                    "`Prefer: respond-async`; synchronously it is signed without the mark.")
+DISCLOSURE_FIELD = ("visible: a label a person sees, worded, placed and sized as the generator's `label_text`, "
+                    "`label_position` and `label_size` say: a corner label on images, a leading line on plain text, "
+                    "a leading paragraph in HTML; other formats are 400 `validation_error`. The invisible mark "
+                    "is embedded over it.")
 SIGN_UPLOAD_LIMIT = 50 * 1024 * 1024  # spec: sign upload and embed asset 50 MB
 # The content comes back in its own format (image/png, audio/mpeg, ...), not as octet-stream.
 SIGN_RESPONSES = {**{(201, media_type): SIGNED_CONTENT for media_type in SIGNED_MEDIA_TYPES},
@@ -78,7 +82,9 @@ SIGN_SCHEMA = {
                                                        "c2pa": {"type": "boolean", "default": False,
                                                                 "description": C2PA_FIELD},
                                                        "watermark": {"type": "boolean", "default": True,
-                                                                     "description": WATERMARK_FIELD}}}},
+                                                                     "description": WATERMARK_FIELD},
+                                                       "disclosure": {"type": "string", "enum": ["visible"],
+                                                                      "description": DISCLOSURE_FIELD}}}},
     "responses": SIGN_RESPONSES, "parameters": [IDEMPOTENCY_KEY], "tags": ["signing"]}
 EMBED_SCHEMA = {
     "request": {"multipart/form-data": {"type": "object", "required": ["content"],
@@ -106,7 +112,7 @@ class SignView(APIView):
         data = uploaded_bytes(request, "content")
         signed = content_sign(org=request.org, generator_id=fields["generator_id"], model=fields["model"],
                               data=data, declared_family=fields.get("format"), c2pa=fields["c2pa"],
-                              watermark=fields["watermark"])
+                              watermark=fields["watermark"], visible=fields["disclosure"] == "visible")
         response = HttpResponse(signed.data, status=status.HTTP_201_CREATED, content_type=signed.codec.mime_type)
         response["X-Service-Token"] = signed.token
         response["X-Service-Record-Id"] = str(signed.record.pk)

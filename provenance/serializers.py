@@ -167,6 +167,7 @@ class SignInput(serializers.Serializer):
     format = serializers.ChoiceField(choices=FAMILIES, required=False)
     c2pa = serializers.BooleanField(required=False, default=False)
     watermark = serializers.BooleanField(required=False, default=True)
+    disclosure = serializers.ChoiceField(choices=["visible"], required=False, allow_blank=True, default="")
 
 
 @extend_schema_field({"type": "string", "format": "date-time",

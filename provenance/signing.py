@@ -50,7 +50,8 @@ class PreparedSigning:
 
 
 def content_sign(*, org: Organization, generator_id: str, model: str, data: bytes,
-                 declared_family: str | None, c2pa: bool = False, watermark: bool = True) -> SignedContent:
+                 declared_family: str | None, c2pa: bool = False, watermark: bool = True,
+                 visible: bool = False) -> SignedContent:
     """Watermark `data`, embed its token, sign its hash and store the record (one transaction).
 
     Checks run cheapest first, before any decoding: generator (404/403), mode (400), format among the
@@ -64,13 +65,15 @@ def content_sign(*, org: Organization, generator_id: str, model: str, data: byte
 
     With `c2pa`, a format that carries a C2PA manifest comes back with one for the record (the upstream
     manifest as its parent), still one signature of the quota; other formats carry their token only.
-    With `watermark` false the mark is skipped. This is the synchronous route: content whose mark costs more
+    With `watermark` false the mark is skipped. With `visible`, the generator's visible label is shown on
+    the content (media_codecs/label.py) before the mark; a format that cannot show one is 400
+    `validation_error`. This is the synchronous route: content whose mark costs more
     than a request may (`Codec.watermark_fits_request`: a long video) is signed without it, and the same
     content sent as a job is marked (docs/decisions.md).
     """
     prepared = content_sign_prepare(org=org, generator_id=generator_id, model=model, data=data,
                                     declared_family=declared_family, c2pa=c2pa, watermark=watermark,
-                                    synchronous=True)
+                                    visible=visible, synchronous=True)
     record = record_create(org=org, draft=prepared.draft)
     return SignedContent(data=prepared.data, record=record, token=prepared.token, codec=prepared.codec,
                          manifest=prepared.manifest)
@@ -94,7 +97,8 @@ def _signing_key(org: Organization, generator_id: str, c2pa: bool) -> GeneratorK
 
 def content_sign_prepare(*, org: Organization, generator_id: str, model: str, data: bytes,
                          declared_family: str | None, c2pa: bool = False, watermark: bool = True,
-                         synchronous: bool = False, progress: Progress | None = None) -> PreparedSigning:
+                         visible: bool = False, synchronous: bool = False,
+                         progress: Progress | None = None) -> PreparedSigning:
     """Everything `content_sign` does but storing the record: the caller stores `draft` (a job stores it
     in the transaction that marks its item done). `progress` (media_codecs/progress.py) hears how far the
     work on the content is; the synchronous route passes none. `synchronous` leaves out a mark that does
@@ -102,6 +106,10 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
     key = _signing_key(org, generator_id, c2pa)
     media = _media_for(data, declared_family, key.generator.supported_formats)
     codec = media.codec
+    if visible and not codec.can_label:
+        raise ValidationFailed(details={"disclosure": [
+            "A visible label is shown on images (JPEG, PNG, WebP), plain text and HTML; not on "
+            f"{codec.format.upper()}."]})
     usage_precheck(org=org, count=1)
     media, upstream = _without_upstream_manifest(media)
     record_id = uuid.uuid4()
@@ -112,10 +120,13 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
             not synchronous or codec.watermark_fits_request(media))
         marking, hashing, fingerprinting, embedding = _signing_parts(progress, watermarking, c2pa and
                                                                      codec.c2pa_carrier is not None)
+        label = key.generator.label if visible else None
         if watermarking:
             mark_id = secrets.randbits(64)
             watermark_id = f"{mark_id:016x}"
-            media = codec.open(codec.embed_watermark(media, mark_id, marking))  # the input's pixels go here
+            media = codec.open(codec.embed_watermark(media, mark_id, marking, label))  # the input's pixels go here
+        elif label is not None:
+            media = codec.open(codec.embed_label(media, label))
         signed_at = timezone.now()  # the record's, and the time of creation the file discloses
         signed = codec.open(codec.embed_token(media, token, _disclosure(key.generator, record_id, signed_at)))
         del media  # a marked copy of a 50 MB file is not kept beside the signed one and its stripped copy
@@ -138,7 +149,7 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
         fingerprint_kind=codec.fingerprint_kind if fingerprints else None, format=codec.family,
         record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream,
         signature_timestamp=stamp.token, signed_at=signed_at,
-        disclosures=file_disclosures(watermark_id=watermark_id, manifest=output is not signed.data))
+        disclosures=file_disclosures(watermark_id=watermark_id, manifest=output is not signed.data, visible=visible))
     return PreparedSigning(data=output, draft=draft, token=token, codec=codec, manifest=output is not signed.data)
 
 
@@ -151,14 +162,16 @@ def _disclosure(generator, record_id: uuid.UUID, signed_at) -> Disclosure:
                       identifier=str(record_id))
 
 
-def file_disclosures(*, watermark_id: str, manifest: bool) -> int:
-    """The Disclosure flags of a file server-managed signing wrote: its token and metadata always, a mark when
-    one was embedded, a C2PA manifest when one was."""
+def file_disclosures(*, watermark_id: str, manifest: bool, visible: bool = False) -> int:
+    """The CarriedDisclosure flags of a file server-managed signing wrote: its token and metadata always, a mark
+    when one was embedded, a C2PA manifest when one was, the visible label when one was shown."""
     flags = CarriedDisclosure.METADATA
     if watermark_id != NO_WATERMARK:
         flags |= CarriedDisclosure.MARK
     if manifest:
         flags |= CarriedDisclosure.C2PA
+    if visible:
+        flags |= CarriedDisclosure.VISIBLE
     return int(flags)
 
 

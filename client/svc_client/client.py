@@ -156,11 +156,14 @@ class Client:
         return created
 
     def sign(self, data: bytes, *, generator_id: str, model: str, family: str | None = None,
-             filename: str = "content", progress: Progress | None = None, c2pa: bool = False) -> SignedFile:
+             filename: str = "content", progress: Progress | None = None, c2pa: bool = False,
+             watermark: bool = True, visible_label: bool = False) -> SignedFile:
         """POST /v1/sign (server-managed generator): the file back, watermarked and carrying its token (and,
-        with `c2pa`, a C2PA manifest where its format carries one)."""
+        with `c2pa`, a C2PA manifest where its format carries one; without `watermark`, no mark; with
+        `visible_label`, the generator's visible AI label on it)."""
         fields = {"generator_id": generator_id, "model": model, **({"format": family} if family else {}),
-                  **({"c2pa": "true"} if c2pa else {})}
+                  **({"c2pa": "true"} if c2pa else {}), **({} if watermark else {"watermark": "false"}),
+                  **({"disclosure": "visible"} if visible_label else {})}
         body, content_type = multipart.encode(fields, {"content": (filename, data)})
         response = self.transport.request("POST", "/v1/sign", idempotent=False, body=body,
                                           content_type=content_type, progress=progress, authenticated=True,

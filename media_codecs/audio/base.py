@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from media_codecs.base import Codec, Media, Work, file_units
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
+from media_codecs.label import Label
 from media_codecs.progress import Progress, counted, finish, part, parts
 
 if TYPE_CHECKING:
@@ -156,7 +157,8 @@ class AudioCodec(Codec):
         return (self.can_watermark and info.seconds >= watermark.MIN_EMBED_SECONDS
                 and info.frames * info.channels <= MAX_MARKED_SAMPLES)
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None,
+                        label: Label | None = None) -> bytes:
         """Plan the mark from one pass over the decoded blocks, then decode again, add the mark and
         re-encode block by block among the file's metadata: memory stays bounded however long the audio.
         `progress` hears the blocks read: the first pass is PLAN_SHARE of the work, the second the rest.

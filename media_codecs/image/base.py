@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Codec, Media, Work, file_units
 from media_codecs.errors import MediaTooLarge
 from media_codecs.image import pixels
+from media_codecs.image.label import draw_label
+from media_codecs.label import Label
 from media_codecs.progress import Progress, steps
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ class ImageCodec(Codec):
     token_source = "xmp"
     can_watermark = True
     discloses_in_metadata = True  # in the XMP packet, beside the token
+    can_label = True  # a corner label drawn on the pixels (media_codecs/image/label.py)
     hash_covers_mark = True  # the hash covers the coding segments and scans the pixels are decoded from
     fingerprint_kind = "image-phash"  # imagehash's 64-bit DCT pHash
     pillow_format: ClassVar[str]  # Pillow's name for the format ("JPEG")
@@ -96,7 +99,8 @@ class ImageCodec(Codec):
         """Decode the decoder input with Pillow; a format may use another decoder of the same library."""
         return pixels.decode_first_frame(decoder_input, self.pillow_format)
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None,
+                        label: Label | None = None) -> bytes:
         """Re-encode with `mark_id` in the luminance, keeping the file's metadata byte for byte. `progress`
         hears each step's end: decoded, marked, encoded.
 
@@ -105,14 +109,13 @@ class ImageCodec(Codec):
         """
         report = steps(progress)
         media = self.media(content)
-        width, height = self.canvas_size(media.container)
-        if width * height > self.max_sign_pixels:
-            raise MediaTooLarge(f"{width}x{height} is over the signing limit of {self.max_sign_pixels:,} pixels "
-                                f"for {self.format.upper()}")
+        self._check_signing_size(media)
         self.check_watermarkable(media)
         image = self.decoded(media)
         report(0.3)
         options = self.encoder_options(image)
+        if label is not None:
+            image = draw_label(image, label)  # the decoded pixels, in place: they are forgotten below
         marked = pixels.watermark_image(image, mark_id)
         del image
         media.forget("pixels")  # the encoder's buffers need the room more than the input does
@@ -120,6 +123,25 @@ class ImageCodec(Codec):
         encoded = self.reencode(media, marked, options)
         report(1.0)
         return encoded
+
+    def embed_label(self, content: bytes | Media, label: Label) -> bytes:
+        """Re-encode with the visible label drawn, keeping the file's metadata byte for byte (no mark).
+        Raises UnsupportedFormat (modes, animations, too small), CorruptMedia, MediaTooLarge."""
+        media = self.media(content)
+        self._check_signing_size(media)
+        self.check_watermarkable(media)  # the same modes and frames as the mark's re-encode
+        image = self.decoded(media)
+        options = self.encoder_options(image)
+        labelled = pixels.as_image(draw_label(image, label))
+        del image
+        media.forget("pixels")
+        return self.reencode(media, labelled, options)
+
+    def _check_signing_size(self, media: Media) -> None:
+        width, height = self.canvas_size(media.container)
+        if width * height > self.max_sign_pixels:
+            raise MediaTooLarge(f"{width}x{height} is over the signing limit of {self.max_sign_pixels:,} pixels "
+                                f"for {self.format.upper()}")
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         """Read the mark id from the luminance. Raises CorruptMedia, MediaTooLarge."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, SCORE_WEAK, Media
 from media_codecs.disclosure import Disclosure
+from media_codecs.label import Label
 from media_codecs.progress import Progress
 from media_codecs.text import zerowidth
 from media_codecs.text.base import Utf8TextCodec, head_text
@@ -107,6 +108,25 @@ def scan(text: str) -> HtmlDocument:
     return HtmlDocument(text, tuple(block for block in blocks if block.word_count))
 
 
+_BODY_TAG = re.compile(r"""<body\b(?:[^>"']|"[^"]*"|'[^']*')*>""", re.I)
+_HEAD_CLOSE = re.compile(r"</head\s*>", re.I)
+# The label's paragraph: its own look inline (a page's styles cannot hide what the attribute names).
+LABEL_PARAGRAPH = ('<p data-provenance-label style="margin:0 0 1em;padding:.3em .6em;background:#222;color:#fff;'
+                   'font:600 1rem/1.4 system-ui,sans-serif;display:inline-block">{text}</p>')
+
+
+def labelled_html(text: str, label: Label) -> str:
+    """The document with the label's paragraph first in its body (after `<body>`, else after the head, else
+    after the doctype and `<html>`)."""
+    body = _BODY_TAG.search(text)
+    if body is not None:
+        offset = body.end()
+    else:
+        head = _HEAD_CLOSE.search(text)
+        offset = head.end() if head is not None else _DOCUMENT_START.match(text).end()
+    return splice(text, [(offset, LABEL_PARAGRAPH.format(text=html.escape(label.text)))])
+
+
 def head_end(text: str) -> int | None:
     """The offset just past the `<head ...>` tag, or None when the document has none before its body.
 
@@ -171,6 +191,7 @@ class HtmlCodec(Utf8TextCodec):
     mime_type = "text/html; charset=utf-8"
     token_source = "metadata"  # addendum 5: an HTML meta element
     discloses_in_metadata = True  # meta elements after ours (DISCLOSURE_META)
+    can_label = True  # a leading paragraph (LABEL_PARAGRAPH)
     document_name = "HTML document"  # parsed to its text; the markup is scanned only to sign (reading needs regexes)
 
     def score(self, head: bytes) -> int:
@@ -189,13 +210,23 @@ class HtmlCodec(Utf8TextCodec):
             return False
         return bool(mark_sites(media.cached("scan", lambda: scan(zerowidth.strip_marks(media.container)))))
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
-        """The document with a run in each qualifying body block; runs of ours already there are replaced."""
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None,
+                        label: Label | None = None) -> bytes:
+        """The document with a run in each qualifying body block; runs of ours already there are replaced.
+        With `label`, its paragraph leads the body first (`embed_label`)."""
         media = self.media(content)
-        unmarked = zerowidth.strip_marks(media.container)
-        document = media.cached("scan", lambda: scan(unmarked))
+        if label is None:
+            unmarked = zerowidth.strip_marks(media.container)
+            document = media.cached("scan", lambda: scan(unmarked))
+        else:
+            unmarked = zerowidth.strip_marks(labelled_html(media.container, label))
+            document = scan(unmarked)
         run = zerowidth.run_for(mark_id)
         return splice(unmarked, [(site, run) for site in mark_sites(document)]).encode("utf-8")
+
+    def embed_label(self, content: bytes | Media, label: Label) -> bytes:
+        """The document with the label's paragraph first in its body (LABEL_PARAGRAPH)."""
+        return labelled_html(self.media(content).container, label).encode("utf-8")
 
     def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Our meta element after `<head>` (or where the head would begin), replacing ours, followed by the

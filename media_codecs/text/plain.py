@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from media_codecs.base import SCORE_FALLBACK, SCORE_NONE, Media
 from media_codecs.disclosure import Disclosure
+from media_codecs.label import Label
 from media_codecs.progress import Progress
 from media_codecs.text import zerowidth
 from media_codecs.text.base import Utf8TextCodec, head_text
@@ -20,6 +21,7 @@ class PlainTextCodec(Utf8TextCodec):
     format = "txt"
     mime_type = "text/plain; charset=utf-8"
     carries_token = False
+    can_label = True  # a leading line
     document_name = "text"
 
     def score(self, head: bytes) -> int:
@@ -30,8 +32,14 @@ class PlainTextCodec(Utf8TextCodec):
         text = self.media(content).container
         return len(text) <= zerowidth.MAX_MARKED_CHARS and bool(zerowidth.sites(text))
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
-        return zerowidth.embed(self.media(content).container, mark_id).encode("utf-8")
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None,
+                        label: Label | None = None) -> bytes:
+        text = self.media(content).container
+        return zerowidth.embed(text if label is None else labelled_text(text, label), mark_id).encode("utf-8")
+
+    def embed_label(self, content: bytes | Media, label: Label) -> bytes:
+        """The label's line, a blank line, then the text."""
+        return labelled_text(self.media(content).container, label).encode("utf-8")
 
     def embed_token(self, content: bytes | Media, token: str, disclosure: Disclosure | None = None) -> bytes:
         """Plain text carries no token: the content comes back as it is."""
@@ -43,6 +51,12 @@ class PlainTextCodec(Utf8TextCodec):
     def strip_token(self, content: bytes | Media) -> bytes:
         """The text without the mark's runs: what `content_hash` covers."""
         return zerowidth.strip_marks(self.media(content).container).encode("utf-8")
+
+
+def labelled_text(text: str, label: Label) -> str:
+    """The text after a leading line with the label and a blank line, in the text's own line ending."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    return f"{label.text}{newline}{newline}{text}"
 
 
 CODEC = PlainTextCodec()

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from media_codecs.base import Codec, Media, Work, file_units
+from media_codecs.label import Label
 from media_codecs.progress import Progress
 from media_codecs.video.limits import VideoInfo, check_video
 
@@ -84,7 +85,8 @@ class VideoCodec(Codec):
         track = info.video[0]
         return info.seconds * SYNC_FRAME_RATE * track.width * track.height <= MAX_SYNC_MARK_PIXELS
 
-    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None) -> bytes:
+    def embed_watermark(self, content: bytes | Media, mark_id: int, progress: Progress | None = None,
+                        label: Label | None = None) -> bytes:
         """The file re-encoded with `mark_id` in every frame of its first video stream, its other streams,
         timing, display matrix and metadata kept (marking.py). `progress` hears the frames encoded.
 

@@ -44,6 +44,12 @@ def test_server_managed_signing_of_every_format_verifies_online_and_offline(serv
         assert record["record_id"] == signed.record_id
         offline = verify_offline(signed.data, record, pinned)
         assert offline.authentic, (fmt, offline.reason)
+    labelled = service.sign(samples["png"], generator_id=generator["generator_id"], model="m-2",
+                            filename="sample.png", visible_label=True)
+    assert service.verify(labelled.data)["authentic"] is True
+    unmarked = service.sign(samples["png"], generator_id=generator["generator_id"], model="m-2",
+                            filename="sample.png", watermark=False)
+    assert service.record_get(unmarked.record_id)["watermark_id"] == "none"
 
 
 def test_a_batch_of_records_is_submitted_in_order(service, client_generator, samples):

@@ -105,7 +105,8 @@ def test_list_and_fetch_are_scoped_to_the_organization(key_client, org, other_or
     listed = client.get(URL).json()["generators"]
     assert [g["generator_id"] for g in listed] == [str(mine.pk)]
     assert set(listed[0]) == {"generator_id", "org_id", "name", "status", "mode", "supported_formats", "c2pa_signing",
-                              "provider_name", "system_name", "system_version", "digital_source_type", "public_keys"}
+                              "provider_name", "system_name", "system_version", "digital_source_type", "label_text",
+                              "label_position", "label_size", "public_keys"}
     assert client.get(f"{URL}/{mine.pk}").status_code == 200
     for path in (f"{URL}/{theirs.pk}", f"{URL}/{theirs.pk}/revoke", f"{URL}/{theirs.pk}/rotate"):
         method = client.get if path.endswith(str(theirs.pk)) else (client.put if "revoke" in path else client.post)
