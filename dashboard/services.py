@@ -24,13 +24,14 @@ class SignRequest:
     declared_family: str | None
     upload_name: str
     c2pa: bool = False
+    visible: bool = False  # the generator's visible AI label (disclosure=visible)
 
 
 def signed_file_create(*, org: Organization, user: User, request: SignRequest) -> SignedFile:
     """Sign like POST /v1/sign (`content_sign`, with its errors), then keep the signed bytes in the
     database for `user`'s download link, for DOWNLOAD_LIFETIME."""
     signed = content_sign(org=org, generator_id=request.generator_id, model=request.model, data=request.data,
-                          declared_family=request.declared_family, c2pa=request.c2pa)
+                          declared_family=request.declared_family, c2pa=request.c2pa, visible=request.visible)
     now = timezone.now()
     return SignedFile.objects.create(
         org=org, user=user, record=signed.record, token=signed.token,

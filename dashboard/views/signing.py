@@ -31,7 +31,8 @@ def sign_page(request):
     data = form.cleaned_data
     signed = signed_file_create(org=request.org, user=request.user, request=SignRequest(
         generator_id=data["generator"], model=data["model"], data=uploaded_bytes(request, "content"),
-        declared_family=data["format"] or None, upload_name=data["content"].name, c2pa=data["c2pa"]))
+        declared_family=data["format"] or None, upload_name=data["content"].name, c2pa=data["c2pa"],
+        visible=data["visible"]))
     return redirect("dashboard:signed", file_id=signed.pk)
 
 

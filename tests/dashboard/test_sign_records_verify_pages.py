@@ -9,7 +9,7 @@ from django.test import Client
 
 from generators.models import Generator
 from provenance.models import Record
-from tests import factories
+from tests import audio, factories
 from tests.media import photo_bytes
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +36,18 @@ def test_signing_returns_the_file_with_its_record_id_and_token(owner_page, org):
     assert verified["authentic"] and verified["record_id"] == str(record.pk)
     assert Client().post("/v1/verify", {"content": SimpleUploadedFile("s.png", signed), "token": token}).json()[
         "token_source"] == "provided"
+
+
+def test_signing_with_the_visible_label_keeps_that_the_file_carried_it(owner_page, org):
+    from provenance.disclosures import CarriedDisclosure
+
+    generator = factories.make_generator(org=org, formats=["image", "audio"])
+    response = _sign(owner_page, generator, photo_bytes("astronaut", "png"), visible="on")
+    assert response.status_code == 302
+    assert Record.objects.for_org(org).get().disclosures & CarriedDisclosure.VISIBLE
+    refused = _sign(owner_page, generator, audio.wav_bytes(audio.tone(2.0)), visible="on")
+    assert refused.status_code == 400 and "visible label" in refused.content.decode()
+    assert Record.objects.for_org(org).count() == 1
 
 
 def test_signing_lists_only_active_server_managed_generators_of_the_organization(owner_page, org, outsider_generator):
