@@ -13,7 +13,7 @@ class CarriedDisclosure(enum.IntFlag):
     MARK = 1  # an invisible watermark (the record's watermark_id is not "none")
     METADATA = 2  # the token and disclosure metadata in the file's own metadata
     C2PA = 4  # a C2PA manifest for the record embedded at signing
-    VISIBLE = 8  # a visible AI label drawn on the content (reserved: no route sets it yet)
+    VISIBLE = 8  # a visible AI label shown on the content (disclosure=visible, media_codecs/label.py)
 
 
 # The flags' names as the report shows them, in flag order: mark, metadata, c2pa, visible.

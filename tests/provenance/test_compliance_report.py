@@ -47,7 +47,7 @@ def _submit(client, generator, seed, content: bytes, **fields) -> str:
 
 
 def _stored(org, generator, disclosures: int | None, format: str) -> Record:
-    """A record stored through record_create with flags no route sets today (visible) or none recorded."""
+    """A record stored through record_create with the flags given, or none recorded."""
     key = generator.keys.get()
     draft = RecordDraft(key=key, content_hash="sha3-256:" + "1" * 64, model="m", watermark_id="none",
                         signature=b"\0", format=format, disclosures=disclosures)
