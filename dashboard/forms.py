@@ -146,8 +146,7 @@ class SignForm(forms.Form):
     content = forms.FileField(label="File to sign (at most 50 MB)")
     c2pa = forms.BooleanField(label="Also embed a C2PA manifest (Content Credentials; Growth plan and above; JPEG, "
                                     "PNG, WebP, WAV, MP3, FLAC, MP4, MOV, PDF)", required=False)
-    visible = forms.BooleanField(label="Show the generator's visible AI label on the content (images, plain text, "
-                                       "HTML)", required=False)
+    visible = forms.BooleanField(label="Add the visible AI label (images, plain text, HTML)", required=False)
 
     def __init__(self, *args, generators, **kwargs):
         super().__init__(*args, **kwargs)
