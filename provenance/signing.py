@@ -143,14 +143,15 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
         subject = ManifestSubject(record_id, model, key.generator_id, watermark_id, signed_at)
         output = manifest_embed(signed, subject=subject, key=key, parent=upstream, stamp=stamp, progress=embedding)
         finish(embedding)
+    manifest = output is not signed.data
     draft = RecordDraft(
         key=key, content_hash=content_hash, model=model, watermark_id=watermark_id, signature=signature,
         phash=fingerprints[0] if fingerprints else None,
         fingerprint_kind=codec.fingerprint_kind if fingerprints else None, format=codec.family,
         record_id=record_id, more_fingerprints=tuple(fingerprints[1:]), upstream=upstream,
         signature_timestamp=stamp.token, signed_at=signed_at,
-        disclosures=file_disclosures(watermark_id=watermark_id, manifest=output is not signed.data, visible=visible))
-    return PreparedSigning(data=output, draft=draft, token=token, codec=codec, manifest=output is not signed.data)
+        disclosures=file_disclosures(codec, watermark_id=watermark_id, manifest=manifest, visible=visible))
+    return PreparedSigning(data=output, draft=draft, token=token, codec=codec, manifest=manifest)
 
 
 def _disclosure(generator, record_id: uuid.UUID, signed_at) -> Disclosure:
@@ -162,10 +163,11 @@ def _disclosure(generator, record_id: uuid.UUID, signed_at) -> Disclosure:
                       identifier=str(record_id))
 
 
-def file_disclosures(*, watermark_id: str, manifest: bool, visible: bool = False) -> int:
-    """The CarriedDisclosure flags of a file server-managed signing wrote: its token and metadata always, a mark
-    when one was embedded, a C2PA manifest when one was, the visible label when one was shown."""
-    flags = CarriedDisclosure.METADATA
+def file_disclosures(codec: Codec, *, watermark_id: str, manifest: bool, visible: bool = False) -> int:
+    """The CarriedDisclosure flags of a file server-managed signing wrote: its token and metadata where the
+    format carries a token (plain text carries none), a mark when one was embedded, a C2PA manifest when one
+    was, the visible label when one was shown."""
+    flags = CarriedDisclosure.METADATA if codec.carries_token else CarriedDisclosure(0)
     if watermark_id != NO_WATERMARK:
         flags |= CarriedDisclosure.MARK
     if manifest:

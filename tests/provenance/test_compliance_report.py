@@ -280,3 +280,13 @@ def test_a_worker_loads_fpdf_only_to_render_a_pdf():
     env.pop("DATABASE_URL", None)
     result = subprocess.run([this_sys.executable, "-c", code], env=env, capture_output=True, timeout=600)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
+
+
+def test_plain_text_records_no_metadata_it_cannot_carry(client, growth):
+    generator = factories.make_generator(org=growth, formats=["text"])
+    plain = _sign(client, generator, english().encode())
+    html = _sign(client, generator, b"<!doctype html><html><head></head><body><p>" + english().encode() + b"</p></body>"
+                 b"</html>")
+    assert Record.objects.get(pk=plain["X-Service-Record-Id"]).disclosures == CarriedDisclosure.MARK
+    assert Record.objects.get(pk=html["X-Service-Record-Id"]).disclosures == (
+        CarriedDisclosure.MARK | CarriedDisclosure.METADATA)
