@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from accounts.models import Organization, OrgScopedQuerySet
 from media_codecs import label as labels
-from media_codecs.disclosure import DEFAULT_SOURCE_TYPE
+from media_codecs.disclosure import DEFAULT_SOURCE_TYPE, Disclosure, source_type_uri
 
 
 class Generator(models.Model):
@@ -59,6 +59,13 @@ class Generator(models.Model):
     @property
     def is_server_managed(self) -> bool:
         return self.mode == self.Mode.SERVER
+
+    def disclosure(self, *, identifier: str, created: str) -> Disclosure:
+        """What a file this generator signed discloses (media_codecs/disclosure.py): its declaration, the
+        record's id and the signing time (ISO 8601)."""
+        return Disclosure(source_type=source_type_uri(self.digital_source_type), provider_name=self.provider_name,
+                          system_name=self.system_name, system_version=self.system_version, created=created,
+                          identifier=identifier)
 
     @property
     def label(self) -> labels.Label:

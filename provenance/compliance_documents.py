@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from provenance.disclosures import DISCLOSURE_NAMES
+from record_format.times import iso_timestamp
 
 if TYPE_CHECKING:
     from fpdf import FPDF
@@ -62,11 +63,6 @@ class ComplianceReport:
             not_recorded=sum(row.not_recorded for row in self.formats))
 
 
-def iso_utc(moment: datetime) -> str:
-    """ISO 8601 in UTC ending in Z, the API's spelling of a time."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def report_filename(report: ComplianceReport, format: str) -> str:
     """compliance-report-<from>-<to>.<format>, the period's ends as UTC dates and times."""
     return (f"compliance-report-{report.since.astimezone(UTC):%Y%m%dT%H%M%SZ}-"
@@ -110,8 +106,9 @@ def report_pdf(report: ComplianceReport) -> bytes:
     _line(pdf, "AI content disclosure report", height=10)
     pdf.set_font("Helvetica", size=10)
     for label, value in (("Organization", report.organization_name),
-                         ("Period", f"{iso_utc(report.since)} (included) to {iso_utc(report.until)} (excluded)"),
-                         ("Generated", iso_utc(report.generated_at))):
+                         ("Period", f"{iso_timestamp(report.since)} (included) to "
+                                    f"{iso_timestamp(report.until)} (excluded)"),
+                         ("Generated", iso_timestamp(report.generated_at))):
         _line(pdf, f"{label}: {value}")
     pdf.ln(4)
     _figures_table(pdf, report)

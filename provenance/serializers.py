@@ -8,9 +8,9 @@ from core.paging import PageQuery
 from core.validation import serializers
 from media_codecs import FAMILIES
 from provenance.compliance_documents import FORMATS as REPORT_FORMATS
-from provenance.compliance_documents import iso_utc
 from record_format import crypto, timestamp
 from record_format.hashing import is_content_hash
+from record_format.times import iso_timestamp
 
 PHASH_PATTERN = r"^[0-9a-f]{16}\Z"
 MAX_BATCH_ITEMS = 50  # spec, Limits
@@ -269,10 +269,10 @@ class ComplianceReportOutput(serializers.Serializer):
                                                            "to": {"type": "string", "format": "date-time"}},
                           "required": ["from", "to"]})
     def get_period(self, report) -> dict:
-        return {"from": iso_utc(report.since), "to": iso_utc(report.until)}
+        return {"from": iso_timestamp(report.since), "to": iso_timestamp(report.until)}
 
     def get_generated_at(self, report) -> str:
-        return iso_utc(report.generated_at)
+        return iso_timestamp(report.generated_at)
 
     def get_signatures(self, report) -> int:
         return report.total.signatures

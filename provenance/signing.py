@@ -14,7 +14,6 @@ from generators.models import GeneratorKey
 from generators.selectors import generator_for_signing
 from media_codecs import Codec, CodecError, Media, MediaTooLarge, detect
 from media_codecs.c2pa import UpstreamManifest, strip_manifest, validate_upstream
-from media_codecs.disclosure import Disclosure, source_type_uri
 from media_codecs.progress import Progress, finish, parts
 from provenance.c2pa_embed import ManifestSubject, RecordStamp, manifest_embed
 from provenance.codec_errors import codec_errors
@@ -128,7 +127,8 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
         elif label is not None:
             media = codec.open(codec.embed_label(media, label))
         signed_at = timezone.now()  # the record's, and the time of creation the file discloses
-        signed = codec.open(codec.embed_token(media, token, _disclosure(key.generator, record_id, signed_at)))
+        disclosure = key.generator.disclosure(identifier=str(record_id), created=iso_timestamp(signed_at))
+        signed = codec.open(codec.embed_token(media, token, disclosure))
         del media  # a marked copy of a 50 MB file is not kept beside the signed one and its stripped copy
         content_hash = content_hash_of_media(signed)
         finish(hashing)
@@ -152,15 +152,6 @@ def content_sign_prepare(*, org: Organization, generator_id: str, model: str, da
         signature_timestamp=stamp.token, signed_at=signed_at,
         disclosures=file_disclosures(codec, watermark_id=watermark_id, manifest=manifest, visible=visible))
     return PreparedSigning(data=output, draft=draft, token=token, codec=codec, manifest=manifest)
-
-
-def _disclosure(generator, record_id: uuid.UUID, signed_at) -> Disclosure:
-    """What the signed file discloses (media_codecs/disclosure.py): the generator's declaration, the signing
-    time and the record id."""
-    return Disclosure(source_type=source_type_uri(generator.digital_source_type),
-                      provider_name=generator.provider_name, system_name=generator.system_name,
-                      system_version=generator.system_version, created=iso_timestamp(signed_at),
-                      identifier=str(record_id))
 
 
 def file_disclosures(codec: Codec, *, watermark_id: str, manifest: bool, visible: bool = False) -> int:

@@ -6,7 +6,6 @@ from drf_spectacular.utils import extend_schema_field
 
 from core.openapi import BASE64_PATTERN
 from core.validation import serializers
-from media_codecs.disclosure import source_type_uri
 from provenance.serializers import LogField
 from record_format.manifest_checks import CHECKS
 from record_format.times import iso_timestamp
@@ -72,11 +71,11 @@ class DisclosureOutput(serializers.Serializer):
 
 
 def record_disclosure(record) -> dict:
-    generator = record.generator
-    return {"digital_source_type": source_type_uri(generator.digital_source_type),
-            "provider_name": str(generator.provider_name), "system_name": str(generator.system_name),
-            "system_version": str(generator.system_version), "created": _iso(record.signed_at),
-            "identifier": str(record.pk)}
+    """The disclosure of the record's file, as its generator words it now (Generator.disclosure)."""
+    disclosed = record.generator.disclosure(identifier=str(record.pk), created=_iso(record.signed_at))
+    return {"digital_source_type": disclosed.source_type, "provider_name": disclosed.provider_name,
+            "system_name": disclosed.system_name, "system_version": disclosed.system_version,
+            "created": disclosed.created, "identifier": disclosed.identifier}
 
 
 class TimeStampCheckOutput(serializers.Serializer):

@@ -11,6 +11,7 @@ from django.template.loader import render_to_string
 
 from dashboard.forms import VerifyForm
 from dashboard.verdicts import verdict_from_token, verdict_in_words, verdict_token
+from generators.models import Generator
 from verification import summary as words
 from verification.services import PassedOver, Verification, _conclude
 
@@ -20,9 +21,10 @@ FORBIDDEN = ("edited after signing", "tamper", "forged", "fake", "human-made", "
 
 def _record(org: str = "Acme Labs", model: str = "diffusion-xl", *, revoked: bool = False):
     return SimpleNamespace(pk="00000000-0000-0000-0000-000000000001", org=SimpleNamespace(name=org), model=model,
-                           signed_at=SIGNED_AT, generator=SimpleNamespace(
-                               is_revoked=revoked, provider_name="Acme", system_name="Acme Diffusion",
-                               system_version="3.1", digital_source_type="trainedAlgorithmicMedia"),
+                           signed_at=SIGNED_AT, generator=Generator(  # unsaved: what a record's generator answers
+                               status=Generator.Status.REVOKED if revoked else Generator.Status.ACTIVE,
+                               provider_name="Acme", system_name="Acme Diffusion", system_version="3.1",
+                               digital_source_type="trainedAlgorithmicMedia"),
                            watermark_id="00000000000000aa")
 
 
