@@ -21,7 +21,6 @@ SOURCE_TYPES = frozenset({
     "compositeWithTrainedAlgorithmicMedia", "compositeSynthetic", "algorithmicMedia", "screenCapture",
     "virtualRecording", "composite",
 })
-MAX_TEXT = 200  # characters of a name or version a file carries
 
 
 def source_type_term(value: str) -> str | None:

@@ -53,7 +53,10 @@ DISCLOSURE_ELEMENTS = {
     "identifier": "svc:Identifier",
 }
 _PREFIXES = {"svc": SVC_NAMESPACE, "Iptc4xmpExt": IPTC_EXT_NAMESPACE}
-_DISCLOSURE_TAGS = {f"{{{_PREFIXES[name.split(':')[0]]}}}{name.split(':')[1]}" for name in DISCLOSURE_ELEMENTS.values()}
+# The same elements as lxml names them ({namespace}local).
+_DISCLOSURE_TAGS = {name: f"{{{_PREFIXES[prefix]}}}{local}"
+                    for name, (prefix, local) in ((name, element.split(":"))
+                                                  for name, element in DISCLOSURE_ELEMENTS.items())}
 
 _OUR_DESCRIPTION = re.compile(
     rb'<rdf:Description xmlns:rdf="'
@@ -109,9 +112,8 @@ def read_disclosure(packet: bytes) -> dict[str, str]:
     except CorruptMedia:
         return {}
     found = {}
-    for name, element in DISCLOSURE_ELEMENTS.items():
-        prefix, local = element.split(":")
-        node = next(root.iter(f"{{{_PREFIXES[prefix]}}}{local}"), None)
+    for name, tag in _DISCLOSURE_TAGS.items():
+        node = next(root.iter(tag), None)
         if node is not None and node.text and node.text.strip():
             found[name] = node.text.strip()
     return found
@@ -184,8 +186,8 @@ def _remove_token_nodes(root: etree._Element) -> None:
     for element in list(root.iter(TOKEN_TAG)):
         parent = element.getparent()
         parent.remove(element)
-        for disclosed in [child for child in parent if child.tag in _DISCLOSURE_TAGS]:  # the signing's, with it
-            parent.remove(disclosed)
+        for disclosed in [child for child in parent if child.tag in _DISCLOSURE_TAGS.values()]:
+            parent.remove(disclosed)  # the signing's, with it
         if _is_bare_description(parent):
             parent.getparent().remove(parent)
     for description in root.iter(_DESCRIPTION_TAG):

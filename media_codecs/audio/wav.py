@@ -170,17 +170,12 @@ def _is_ours(chunk: Chunk) -> bool:
     """Our token's chunk, or our disclosure's LIST/INFO (the one holding an ISVC field)."""
     if chunk.fourcc == TOKEN_CHUNK:
         return True
-    return chunk.fourcc == b"LIST" and chunk.head(4) == b"INFO" and OUR_INFO_FIELD in _info_fields(chunk.payload)
-
-
-def _info_fields(payload: bytes) -> dict[bytes, bytes]:
-    """A LIST/INFO chunk's fields (ID -> value without its terminating NULs); what does not parse is skipped."""
-    fields, position = {}, 4
-    while position + 8 <= len(payload):
-        size = int.from_bytes(payload[position + 4:position + 8], "little")
-        fields.setdefault(payload[position:position + 4], payload[position + 8:position + 8 + size].rstrip(b"\x00"))
-        position += 8 + size + size % 2
-    return fields
+    if chunk.fourcc != b"LIST" or chunk.head(4) != b"INFO":
+        return False
+    try:
+        return any(field.fourcc == OUR_INFO_FIELD for field in riff.chunks(chunk.payload_view, 4, chunk.size, FORM))
+    except CorruptMedia:  # a malformed LIST of the file's own: not ours, kept as it is
+        return False
 
 
 def _info_chunk(token: bytes, disclosure: Disclosure) -> Chunk:

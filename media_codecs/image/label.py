@@ -8,7 +8,7 @@ from media_codecs.image import pixels
 from media_codecs.label import Label
 
 _SHADE = 0.35  # what the box keeps of the picture under it: dark enough for white text on any picture
-_WHITE = {"L": 255, "LA": (255, 255), "RGB": (255, 255, 255), "RGBA": (255, 255, 255, 255)}
+_MODES = ("L", "LA", "RGB", "RGBA")  # the modes the mark's re-encode takes too
 _SHADED = [int(value * _SHADE) for value in range(256)]  # one band's lookup table
 RENDER_PX = 120  # letters taller than this are drawn at this size and scaled up (_text_mask)
 
@@ -59,7 +59,7 @@ def draw_label(picture: pixels.Picture, label: Label) -> pixels.Picture:
     width, height = pixels.picture_size(picture)
     box, font_px = label_box(width, height, label)
     mode = pixels.picture_mode(picture)
-    if mode not in _WHITE:
+    if mode not in _MODES:
         raise UnsupportedFormat(f"a visible label is drawn on RGB, RGBA, L and LA pictures, not {mode}")
     region = pixels.crop(picture, box)
     bands = len(mode)

@@ -109,7 +109,7 @@ def first_frame_phashes(data: bytes, demuxer: str) -> list[str]:
 
     Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
     """
-    with decoder_errors(), _opened(data, demuxer) as (container, stream):
+    with decoder_errors(), opened_video(data, demuxer) as (container, stream):
         for frame in _frames(container, stream):
             values: list[str] = []
             for value in _frame_phashes(frame):
@@ -139,7 +139,7 @@ def _offset_frames(data: bytes, demuxer: str, values: list[str], report: Progres
     """Add the first frame and the frames at OFFSETS; return the time of the last frame looked at."""
     pending = list(OFFSETS)
     start = last = None
-    with _opened(data, demuxer) as (container, stream):
+    with opened_video(data, demuxer) as (container, stream):
         for count, frame in enumerate(_frames(container, stream)):
             last = _time(frame, stream, count)
             if start is None:
@@ -160,7 +160,7 @@ def _keyframes_after(data: bytes, demuxer: str, after: float, values: list[str],
     """Add keyframes shown after `after` seconds, decoded alone, until the set is full."""
     if len(values) >= MAX_FINGERPRINTS or after == float("inf"):
         return
-    with _opened(data, demuxer) as (container, stream):
+    with opened_video(data, demuxer) as (container, stream):
         stream.codec_context.skip_frame = "NONKEY"
         seconds = _seconds(container, stream)
         for packet in container.demux(stream):
@@ -184,8 +184,10 @@ def _add(values: list[str], value: str | None) -> None:
 
 
 @contextmanager
-def _opened(data: bytes, demuxer: str) -> Iterator[tuple[av.container.InputContainer, av.video.stream.VideoStream]]:
-    """The container opened with the named demuxer (no probing) and its first video stream, ready to decode."""
+def opened_video(data: bytes, demuxer: str
+                 ) -> Iterator[tuple[av.container.InputContainer, av.video.stream.VideoStream]]:
+    """The container opened with the named demuxer (no probing) and its first video stream, ready to decode
+    within the limits (the fingerprints' and the watermark's decoding, marking.py)."""
     limit = {"max_pixels": str(MAX_PIXELS)}  # the decoder refuses larger pictures, even during probing
     container = av.open(io.BytesIO(data), format=demuxer, options=limit)
     try:

@@ -34,7 +34,8 @@ import numpy as np
 
 from media_codecs.errors import CorruptMedia, MediaTooLarge, UnsupportedFormat
 from media_codecs.progress import Progress, steps
-from media_codecs.video.limits import MAX_PIXELS, MAX_SECONDS, MAX_SIDE
+from media_codecs.video.frames import opened_video
+from media_codecs.video.limits import MAX_SECONDS
 from media_codecs.video.watermark import FrameMarker, MarkReader, WatermarkError
 
 MAX_MARKED_FRAMES = MAX_SECONDS * 120
@@ -78,25 +79,6 @@ def _codec_errors() -> Iterator[None]:
         raise CorruptMedia(f"the video does not decode or encode: {error}") from None
 
 
-@contextmanager
-def _input(data: bytes, demuxer: str) -> Iterator[av.container.InputContainer]:
-    limit = {"max_pixels": str(MAX_PIXELS)}
-    container = av.open(io.BytesIO(data), format=demuxer, options=limit)
-    try:
-        if not container.streams.video:
-            raise UnsupportedFormat("the file has no video stream")
-        context = container.streams.video[0].codec_context
-        if context is None:
-            raise UnsupportedFormat("no decoder for the video stream's codec")
-        if max(context.width, context.height) > MAX_SIDE or context.width * context.height > MAX_PIXELS:
-            raise MediaTooLarge(f"the video stream is {context.width}x{context.height}, over the limits")
-        context.options = limit
-        context.thread_count = _THREADS
-        yield container
-    finally:
-        container.close()
-
-
 def mark_video(data: bytes, demuxer: str, muxer: str, mark_id: int, progress: Progress | None = None) -> bytes:
     """The file re-encoded with `mark_id` in every frame of its first video stream (module docstring).
 
@@ -106,27 +88,26 @@ def mark_video(data: bytes, demuxer: str, muxer: str, mark_id: int, progress: Pr
     output_file = io.BytesIO()
     with _codec_errors():
         matrix, video_bytes = _video_facts(data, demuxer)
-    with _codec_errors(), _input(data, demuxer) as source:
-        video = source.streams.video[0]
-        with av.open(output_file, mode="w", format=muxer, options=_MUXER_OPTIONS) as target:
-            _copy_tags(source.metadata, target.metadata)
-            copies, encoder = {}, None
-            for stream in source.streams:  # the output's streams in the input's order
-                if stream.index == video.index:
-                    bit_rate = _bit_rate(video, video_bytes, _seconds(source))
-                    encoder = _Encoder(target, video, muxer, mark_id, bit_rate, matrix)
-                else:
-                    copies[stream.index] = _copied_stream(target, stream)
-            seconds = _seconds(source)
-            for packet in source.demux():
-                if packet.stream.index == video.index:
-                    encoder.add_packet(packet)
-                    if packet.pts is not None and seconds:
-                        report(float(packet.pts * video.time_base) / seconds)
-                elif packet.dts is not None and packet.stream.index in copies:
-                    packet.stream = copies[packet.stream.index]
-                    target.mux(packet)
-            encoder.finish()
+    with (_codec_errors(), opened_video(data, demuxer) as (source, video),
+          av.open(output_file, mode="w", format=muxer, options=_MUXER_OPTIONS) as target):
+        _copy_tags(source.metadata, target.metadata)
+        copies, encoder = {}, None
+        for stream in source.streams:  # the output's streams in the input's order
+            if stream.index == video.index:
+                bit_rate = _bit_rate(video, video_bytes, _seconds(source))
+                encoder = _Encoder(target, video, muxer, mark_id, bit_rate, matrix)
+            else:
+                copies[stream.index] = _copied_stream(target, stream)
+        seconds = _seconds(source)
+        for packet in source.demux():
+            if packet.stream.index == video.index:
+                encoder.add_packet(packet)
+                if packet.pts is not None and seconds:
+                    report(float(packet.pts * video.time_base) / seconds)
+            elif packet.dts is not None and packet.stream.index in copies:
+                packet.stream = copies[packet.stream.index]
+                target.mux(packet)
+        encoder.finish()
     report(1.0)
     return output_file.getvalue()
 
@@ -195,8 +176,7 @@ def _video_facts(data: bytes, demuxer: str) -> tuple[tuple[int, ...] | None, int
     decoded frame: it must be on the output stream before the output's header is written), and the bytes of
     all its packets (read, not decoded)."""
     matrix, total = None, 0
-    with _input(data, demuxer) as source:
-        video = source.streams.video[0]
+    with opened_video(data, demuxer) as (source, video):
         for packet in source.demux(video):
             total += packet.size
             if total and matrix is None and packet.size:
@@ -255,8 +235,7 @@ def read_mark(data: bytes, demuxer: str) -> int | None:
     Raises CorruptMedia, MediaTooLarge, UnsupportedFormat.
     """
     reader = MarkReader()
-    with _codec_errors(), _input(data, demuxer) as source:
-        video = source.streams.video[0]
+    with _codec_errors(), opened_video(data, demuxer) as (source, video):
         context = video.codec_context
         budget = read_frame_count(context.width * context.height)
         seconds = _seconds(source)

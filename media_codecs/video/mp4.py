@@ -112,20 +112,22 @@ class Mp4Codec(VideoCodec):
         box = token_box(token) + (b"" if disclosure is None else disclosure_box(token, disclosure))
         media = self.media(content)
         movie, data = media.container, media.data
-        boxes = list(movie.boxes)
-        while boxes and is_ours(boxes[-1], data):
-            boxes.pop()
-        if any(is_ours(top, data) for top in boxes):
+        ours = [is_ours(top, data) for top in movie.boxes]
+        trailing = len(ours)
+        while trailing and ours[trailing - 1]:
+            trailing -= 1
+        if any(ours[:trailing]):
             raise UnsupportedFormat("the file has a cerv box before other boxes; it cannot be re-signed in place")
-        return b"".join(self._without_token(movie, data)) + box
+        return b"".join(self._without_token(movie, data, ours)) + box
 
     @staticmethod
-    def _without_token(movie: bmff.Movie, data: bytes) -> list[bytes | memoryview]:
-        """The top-level boxes but `cerv`, a size-0 last box given its real size; a C2PA box stays."""
+    def _without_token(movie: bmff.Movie, data: bytes, ours: list[bool]) -> list[bytes | memoryview]:
+        """The top-level boxes but ours (`ours[i]` for box i), a size-0 last box given its real size; a C2PA box
+        stays."""
         view = memoryview(data)
         parts: list[bytes | memoryview] = []
-        for box in movie.boxes:
-            if is_ours(box, data):
+        for box, is_our_box in zip(movie.boxes, ours, strict=True):
+            if is_our_box:
                 continue
             if box.declared_to_end:
                 if box.end - box.start > 0xFFFFFFFF:
