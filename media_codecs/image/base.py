@@ -10,6 +10,7 @@ of comments, Photoshop blocks, text chunks) never reaches Pillow's Python-level 
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from media_codecs.base import SCORE_MAGIC, SCORE_NONE, Codec, Media, Work, file_units
@@ -107,41 +108,36 @@ class ImageCodec(Codec):
         Callers embed the token afterwards. Raises UnsupportedFormat (modes, animations, too
         small), CorruptMedia, MediaTooLarge.
         """
-        report = steps(progress)
-        media = self.media(content)
-        self._check_signing_size(media)
-        self.check_watermarkable(media)
-        image = self.decoded(media)
-        report(0.3)
-        options = self.encoder_options(image)
-        if label is not None:
-            image = draw_label(image, label)  # the decoded pixels, in place: they are forgotten below
-        marked = pixels.watermark_image(image, mark_id)
-        del image
-        media.forget("pixels")  # the encoder's buffers need the room more than the input does
-        report(0.6)
-        encoded = self.reencode(media, marked, options)
-        report(1.0)
-        return encoded
+        def paint(image: pixels.Picture) -> Image.Image:
+            return pixels.watermark_image(image if label is None else draw_label(image, label), mark_id)
+
+        return self._repainted(content, paint, steps(progress))
 
     def embed_label(self, content: bytes | Media, label: Label) -> bytes:
         """Re-encode with the visible label drawn, keeping the file's metadata byte for byte (no mark).
         Raises UnsupportedFormat (modes, animations, too small), CorruptMedia, MediaTooLarge."""
-        media = self.media(content)
-        self._check_signing_size(media)
-        self.check_watermarkable(media)  # the same modes and frames as the mark's re-encode
-        image = self.decoded(media)
-        options = self.encoder_options(image)
-        labelled = pixels.as_image(draw_label(image, label))
-        del image
-        media.forget("pixels")
-        return self.reencode(media, labelled, options)
+        return self._repainted(content, lambda image: pixels.as_image(draw_label(image, label)), steps(None))
 
-    def _check_signing_size(self, media: Media) -> None:
+    def _repainted(self, content: bytes | Media, paint: Callable[[pixels.Picture], Image.Image],
+                   report: Callable[[float], None]) -> bytes:
+        """The content decoded, `paint`ed (the decoded pixels may be changed in place: they are forgotten
+        after) and re-encoded among its metadata; `report` hears each step's end: decoded, painted, encoded."""
+        media = self.media(content)
         width, height = self.canvas_size(media.container)
         if width * height > self.max_sign_pixels:
             raise MediaTooLarge(f"{width}x{height} is over the signing limit of {self.max_sign_pixels:,} pixels "
                                 f"for {self.format.upper()}")
+        self.check_watermarkable(media)  # the modes and frames a re-encode keeps, the label's as the mark's
+        image = self.decoded(media)
+        report(0.3)
+        options = self.encoder_options(image)
+        painted = paint(image)
+        del image
+        media.forget("pixels")  # the encoder's buffers need the room more than the input does
+        report(0.6)
+        encoded = self.reencode(media, painted, options)
+        report(1.0)
+        return encoded
 
     def extract_watermark(self, content: bytes | Media) -> int | None:
         """Read the mark id from the luminance. Raises CorruptMedia, MediaTooLarge."""
