@@ -78,9 +78,13 @@ class SequencerLeadership:
         return f"backend {row[0]} ({row[1]})" if row else None
 
     def release(self) -> None:
-        """Give the lock up (on a clean stop): a standby takes over at its next try."""
+        """Give the lock up (on a clean stop): a standby takes over at its next try. Unlocked before the
+        session is closed: a closed connection's backend ends (and frees the lock) a moment after `close`
+        returns, and a standby asking in that moment would be refused."""
         if self._connection is not None and self.leading:
             logger.info("log sequencer %s stops leading", self.name)
+            with contextlib.suppress(DatabaseError), self._cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
         self._disconnect()
         self.leading = False
 
